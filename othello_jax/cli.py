@@ -1,0 +1,40 @@
+"""`othello-jax COMMAND ...`: one entry point; each command lives in its own module.
+
+A command module exposes ``main(argv: list[str]) -> int``. Register it in ``COMMANDS`` with a
+one-line summary; it is imported only when run, so the CLI starts fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module, summary)
+    "bench-env": ("experiments.bench_env", "environment steps/s of othello_jax vs pgx"),
+}
+
+
+def _usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = ["usage: othello-jax COMMAND [options]", "", "commands:"]
+    lines += [f"  {name:<{width}}  {summary}" for name, (_, summary) in sorted(COMMANDS.items())]
+    lines.append("\nRun `othello-jax COMMAND --help` for a command's options.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"othello-jax: unknown command {name!r}; choose from {', '.join(sorted(COMMANDS))}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Othello rules as pure functions of a tiny canonical ``State``.
+
+Use through :class:`Othello`, a hashable description of the board size (pass it as a static
+argument to ``jit``)::
+
+    game = Othello(8)
+    state = game.init()
+    state = game.step(state, action)
+
+Actions ``0 .. N*N-1`` are squares (row * N + column, A1 = 0); action ``N*N`` is pass, legal
+only when no placement is. The game ends as soon as neither side can place a disc. Every
+method broadcasts over leading batch axes and also works under ``vmap``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from othello_jax.game import bitboard as bb
+
+BLACK = 0
+WHITE = 1
+SIZES = (4, 6, 8)
+
+
+class State(NamedTuple):
+    """One position, always seen from the side to move (29 bytes; every leaf has the batch shape).
+
+    mover, opponent: discs of the side to move and of the other side (bitboards).
+    legal: the mover's legal placements (cached, so legality and the end are free to query).
+    color: colour to move (0 black, 1 white).
+    passed: whether the previous ply was a pass.
+    terminal: whether neither side can move (the game is over).
+    ply: number of plies played (passes included).
+    """
+
+    mover: bb.Bitboard
+    opponent: bb.Bitboard
+    legal: bb.Bitboard
+    color: jax.Array
+    passed: jax.Array
+    terminal: jax.Array
+    ply: jax.Array
+
+
+def state_nbytes(state: State) -> int:
+    """Bytes used by one (unbatched) state."""
+    return int(sum(np.asarray(x).nbytes for x in jax.tree.leaves(state)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Othello:
+    """Rules for one board size (4, 6 or 8); hashable so it can be a static jit argument."""
+
+    size: int = 8
+
+    def __post_init__(self) -> None:
+        if self.size not in SIZES:
+            raise ValueError(f"board size must be one of {SIZES}, got {self.size!r}")
+
+    # ---- sizes and constants ------------------------------------------------------------
+    @property
+    def num_squares(self) -> int:
+        return self.size * self.size
+
+    @property
+    def num_actions(self) -> int:
+        """Squares plus the pass action."""
+        return self.size * self.size + 1
+
+    @property
+    def pass_action(self) -> int:
+        return self.size * self.size
+
+    def square_of_action(self, action: jax.Array) -> jax.Array:
+        """Square index (row * 8 + col) of a placement action; -1 for pass."""
+        action = jnp.asarray(action, jnp.int32)
+        square = (action // self.size) * 8 + action % self.size
+        return jnp.where(action < self.num_squares, square, -1)
+
+    # ---- construction -------------------------------------------------------------------
+    def from_discs(self, mover: bb.Bitboard, opponent: bb.Bitboard, color: jax.Array | int,
+                   passed: jax.Array | bool = False, ply: jax.Array | int = 0) -> State:
+        """Build a consistent state (legal moves and end derived) from two bitboards."""
+        legal = bb.legal_placements(mover, opponent, self.size)
+        other = bb.legal_placements(opponent, mover, self.size)
+        terminal = ~bb.any_set(legal) & ~bb.any_set(other)
+        return State(
+            mover=mover,
+            opponent=opponent,
+            legal=legal,
+            color=jnp.asarray(color, jnp.int8),
+            passed=jnp.asarray(passed, bool),
+            terminal=terminal,
+            ply=jnp.asarray(ply, jnp.int16),
+        )
+
+    def init(self) -> State:
+        """The standard start: white on the top-left and bottom-right centre squares, black to move."""
+        h = self.size // 2
+        white = (1 << ((h - 1) * 8 + h - 1)) | (1 << (h * 8 + h))
+        black = (1 << ((h - 1) * 8 + h)) | (1 << (h * 8 + h - 1))
+        return self.from_discs(bb.constant(black), bb.constant(white), BLACK)
+
+    # ---- queries ------------------------------------------------------------------------
+    def legal_moves(self, state: State) -> jax.Array:
+        """Bool mask over actions (..., N*N+1). All false once the game is over."""
+        squares = bb.to_grid(state.legal, self.size).reshape(state.ply.shape + (self.num_squares,))
+        can_pass = ~bb.any_set(state.legal) & ~state.terminal
+        return jnp.concatenate([squares, can_pass[..., None]], axis=-1)
+
+    def is_terminal(self, state: State) -> jax.Array:
+        return state.terminal
+
+    def disc_difference(self, state: State) -> jax.Array:
+        """Mover's discs minus opponent's; at the end empty squares go to the winner (WOF rule)."""
+        mine = bb.popcount(state.mover)
+        theirs = bb.popcount(state.opponent)
+        diff = mine - theirs
+        empties = self.num_squares - mine - theirs
+        awarded = jnp.sign(diff) * empties
+        return jnp.where(state.terminal, diff + awarded, diff).astype(jnp.int32)
+
+    def outcome(self, state: State) -> tuple[jax.Array, jax.Array]:
+        """(+1/0/-1 result, final disc difference), both from the mover's view (int32)."""
+        diff = self.disc_difference(state)
+        return jnp.sign(diff).astype(jnp.int32), diff
+
+    def black_white(self, state: State) -> tuple[jax.Array, jax.Array]:
+        """(black discs, white discs) bitboards, undoing the mover's-view canonical form."""
+        white_to_move = state.color == WHITE
+        black = bb.where(white_to_move, state.opponent, state.mover)
+        white = bb.where(white_to_move, state.mover, state.opponent)
+        return black, white
+
+    def observation(self, state: State, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+        """Network input (..., N, N, 2): plane 0 the mover's discs, plane 1 the opponent's."""
+        planes = [bb.to_grid(state.mover, self.size), bb.to_grid(state.opponent, self.size)]
+        return jnp.stack(planes, axis=-1).astype(dtype)
+
+    # ---- transitions --------------------------------------------------------------------
+    def step(self, state: State, action: jax.Array) -> State:
+        """Play ``action`` for the mover. A finished game is returned unchanged.
+
+        The action must be legal (see ``legal_moves``); an illegal placement leaves the board
+        in an unspecified (but well-formed) state. Pass is ``N*N``.
+        """
+        action = jnp.asarray(action, jnp.int32)
+        move = bb.square_bit(self.square_of_action(action))
+        flipped = bb.flips(state.mover, state.opponent, move, self.size)
+        placed = state.mover | move | flipped
+        remaining = state.opponent & ~flipped
+        nxt = self.from_discs(
+            mover=remaining,
+            opponent=placed,
+            color=1 - state.color,
+            passed=action >= self.num_squares,
+            ply=state.ply + 1,
+        )
+        return jax.tree.map(lambda old, new: jnp.where(state.terminal, old, new), state, nxt)
