@@ -1,0 +1,144 @@
+"""The GTP engine: protocol framing, errors, game commands, and whole games over a subprocess."""
+
+from __future__ import annotations
+
+import io
+import types
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from othello_jax.game import Othello, parse_board, play_transcript
+from othello_jax.gtp_server import GtpEngine, format_response, parse_command, serve
+
+
+def first_legal_agent(game: Othello):
+    """Plays the lowest-numbered legal action (deterministic, so games are reproducible)."""
+    return types.SimpleNamespace(
+        name="first-legal",
+        act=lambda state, key: jnp.argmax(game.legal_moves(state), axis=-1).astype(jnp.int32),
+    )
+
+
+def reply(engine: GtpEngine, line: str) -> str:
+    response = engine.handle(line)
+    assert response is not None and response.endswith("\n\n"), response
+    return response
+
+
+@pytest.fixture
+def engine() -> GtpEngine:
+    return GtpEngine(first_legal_agent)
+
+
+# ---- framing ------------------------------------------------------------------------------
+def test_parse_command_ids_comments_and_control_characters():
+    assert parse_command("12 play b d3") == ("12", "play", ("b", "d3"))
+    assert parse_command("  GENMOVE\tw  # comment") == ("", "genmove", ("w",))
+    assert parse_command("na\x01me") == ("", "name", ())
+    assert parse_command("# only a comment") is None
+    assert parse_command("   ") is None
+
+
+def test_format_response_success_failure_and_no_blank_lines_inside():
+    assert format_response("3", "d3") == "=3 d3\n\n"
+    assert format_response("", "") == "=\n\n"
+    assert format_response("7", "unknown command", ok=False) == "?7 unknown command\n\n"
+    assert format_response("", "a\n\nb") == "= a\nb\n\n"
+
+
+def test_basic_commands_echo_ids(engine):
+    assert reply(engine, "1 protocol_version") == "=1 2\n\n"
+    assert reply(engine, "2 name") == "=2 othello-jax\n\n"
+    assert reply(engine, "version").startswith("= ")
+    assert reply(engine, "5 known_command genmove") == "=5 true\n\n"
+    assert reply(engine, "known_command fly") == "= false\n\n"
+    listed = reply(engine, "list_commands")[2:].split()
+    for name in ["protocol_version", "name", "version", "boardsize", "clear_board", "play",
+                 "genmove", "undo", "showboard", "quit", "list_commands", "known_command"]:
+        assert name in listed
+    assert engine.handle("# a comment") is None
+
+
+@pytest.mark.parametrize("line, message", [
+    ("9 fly_away", "?9 unknown command"),
+    ("play b", "? syntax error"),
+    ("play b z9", "? syntax error"),
+    ("play purple d3", "? syntax error"),
+    ("play b a1", "? illegal move"),
+    ("play w d3", "? illegal move: it is black's turn"),
+    ("play b pass", "? illegal move: cannot pass"),
+    ("boardsize 7", "? unacceptable size"),
+    ("boardsize x", "? syntax error"),
+    ("genmove", "? syntax error"),
+    ("undo", "? cannot undo"),
+    ("42", "?42 unknown command"),
+])
+def test_malformed_and_illegal_commands_get_protocol_errors(engine, line, message):
+    response = reply(engine, line)
+    assert response.startswith(message), response
+    assert response.count("\n") == 2  # one line, then the terminating blank line
+    assert engine.session.actions == []  # nothing was played
+
+
+# ---- game commands ------------------------------------------------------------------------
+def test_play_genmove_undo_showboard(engine):
+    assert reply(engine, "play black F5") == "=\n\n"
+    assert engine.session.transcript() == "f5"
+    assert reply(engine, "genmove white") == "= f4\n\n"  # f4 is the lowest legal action for white
+    assert engine.session.transcript() == "f5f4"
+    board = reply(engine, "showboard")
+    assert board.startswith("=\n  a b c d e f g h\n1 ") and "X 3 - O 3" in board
+    assert reply(engine, "undo") == "=\n\n"
+    assert engine.session.transcript() == "f5"
+    assert reply(engine, "clear_board") == "=\n\n"
+    assert engine.session.actions == []
+
+
+def test_boardsize_switches_game_and_agent():
+    built = []
+    engine = GtpEngine(lambda game: built.append(game.size) or first_legal_agent(game))
+    assert reply(engine, "boardsize 6") == "=\n\n"
+    assert engine.session.game == Othello(6)
+    assert reply(engine, "genmove b").startswith("= ")
+    assert built == [6]
+
+
+def test_forced_pass_is_inserted_and_undone_together(engine):
+    # a1 black, b1 white, white to move: white has no placement, black can play c1.
+    state, game = parse_board("XO" + "-" * 62 + " O")
+    engine.session.reset(state)
+    assert engine.session.must_pass()
+    # The controller leaves out white's pass and asks black to move: the engine passes first.
+    assert reply(engine, "genmove b") == "= c1\n\n"
+    assert engine.session.actions == [game.pass_action, 2]
+    assert engine.session.is_over  # black owns every disc
+    assert reply(engine, "undo") == "=\n\n"
+    assert engine.session.actions == []
+    # Same through `play`, and a failing move leaves no inserted pass behind.
+    assert reply(engine, "play b a2").startswith("? illegal move")
+    assert engine.session.actions == []
+    assert reply(engine, "play b c1") == "=\n\n"
+    assert engine.session.actions == [game.pass_action, 2]
+
+
+def test_final_score_after_a_full_game(engine):
+    lines = []
+    while not engine.session.is_over:
+        color = "b" if engine.session.to_move == 0 else "w"
+        lines.append(reply(engine, f"genmove {color}"))
+    black, white = engine.session.disc_counts()
+    expected = "0" if black == white else (f"B+{black - white}" if black > white else f"W+{white - black}")
+    assert reply(engine, "final_score") == f"= {expected}\n\n"
+    # The record replays legally from the start with the same result.
+    final, _ = play_transcript(engine.session.transcript())
+    assert bool(final.terminal)
+    assert reply(engine, "genmove b") == "= pass\n\n"
+
+
+def test_serve_stops_at_quit_and_answers_each_command():
+    commands = "1 name\n\n# skip\n2 play b d3\n3 quit\n4 name\n"
+    out = io.StringIO()
+    assert serve(GtpEngine(first_legal_agent), io.StringIO(commands), out) == 0
+    assert out.getvalue() == "=1 othello-jax\n\n=2\n\n=3\n\n"
