@@ -1,0 +1,36 @@
+"""Synthetic training rows for replay/train tests: real positions from random play, with targets.
+
+The policy target puts all mass on the first legal action and the value target is the sign of
+the disc difference, so a network can learn both (loss must fall) without any search.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from othello_jax.game import Othello
+from othello_jax.samples import Samples
+
+
+def random_positions(game: Othello, key: jax.Array, batch: int, plies: int):
+    """States after ``plies`` random legal moves in ``batch`` games, stacked as ``[plies, batch]``."""
+    def step(state, k):
+        legal = game.legal_moves(state)
+        logits = jnp.where(legal, 0.0, -jnp.inf)
+        action = jax.random.categorical(k, jnp.where(legal.any(-1, keepdims=True), logits, 0.0))
+        return game.step(state, action), state
+
+    start = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), game.init())
+    _, states = jax.lax.scan(step, start, jax.random.split(key, plies))
+    return states
+
+
+def learnable_samples(game: Othello, key: jax.Array, batch: int, plies: int) -> Samples:
+    """``[plies, batch]`` rows with deterministic, learnable targets; terminal rows are padding."""
+    states = random_positions(game, key, batch, plies)
+    legal = game.legal_moves(states)
+    first = jnp.argmax(legal, axis=-1)
+    policy = jax.nn.one_hot(first, game.num_actions, dtype=jnp.float32)
+    value = jnp.sign(game.disc_difference(states)).astype(jnp.float32)
+    return Samples(state=states, policy=policy, value=value, mask=~states.terminal)
