@@ -123,6 +123,15 @@ class GameSession:
             self.actions.pop()
         return count
 
+    def undo_turn(self, color: int) -> bool:
+        """Take back plies up to and including ``color``'s last move (so it is that side's
+        turn again, as before that move); False if that side has not moved."""
+        made_by = [int(s.color) == int(color) for s in self.states[:-1]]
+        if True not in made_by:
+            return False
+        self.undo(len(made_by) - made_by[::-1].index(True))
+        return True
+
     def reset(self, start: State | None = None) -> None:
         self.states = [self.game.init() if start is None else start]
         self.actions = []

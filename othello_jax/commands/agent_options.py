@@ -1,0 +1,3 @@
+"""Placeholder while agents land."""
+class AgentOptionError(ValueError):
+    pass

@@ -1,0 +1,103 @@
+"""Terminal play: whole games through piped input, illegal input, forced passes, undo."""
+
+from __future__ import annotations
+
+import io
+import types
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from othello_jax.commands.play import finish, play_game
+from othello_jax.game import Othello, parse_board, play_transcript, square_name
+from othello_jax.session import GameSession
+
+
+def first_legal_agent(game: Othello):
+    return types.SimpleNamespace(
+        name="first-legal",
+        act=lambda state, key: jnp.argmax(game.legal_moves(state), axis=-1).astype(jnp.int32),
+    )
+
+
+def last_legal_choice(session: GameSession) -> str:
+    legal = session.legal_actions()
+    return square_name(legal[-1], session.game.size) if legal != [session.game.pass_action] else "pass"
+
+
+def scripted_game(game: Othello, human: int) -> tuple[list[str], str]:
+    """Human inputs (last legal move, `pass` when forced) against the first-legal agent, and
+    the resulting transcript, computed independently of the play loop."""
+    session, agent, inputs = GameSession(game), first_legal_agent(game), []
+    while not session.is_over:
+        if session.to_move == human:
+            inputs.append(last_legal_choice(session))
+            session.play(session.parse_move(inputs[-1]))
+        else:
+            session.play(int(agent.act(jax.tree.map(lambda x: x[None], session.state), None)[0]))
+    return inputs, session.transcript()
+
+
+def run(session: GameSession, lines: list[str], human: int = 0) -> tuple[bool, str]:
+    out = io.StringIO()
+    completed = play_game(session, first_legal_agent(session.game), human, jax.random.PRNGKey(0),
+                          io.StringIO("".join(line + "\n" for line in lines)), out)
+    finish(session, out)
+    return completed, out.getvalue()
+
+
+@pytest.mark.parametrize("size, human", [(6, 0), (6, 1)])
+def test_full_game_with_illegal_input_and_undo(size, human):
+    game = Othello(size)
+    inputs, transcript = scripted_game(game, human)
+    # Noise before the first move: unreadable, off-board, illegal square, pass with moves left;
+    # then a move that is taken back with undo and played again.
+    noisy = ["zz9", "a9", "a1", "pass", "", "help", "hint", inputs[0], "undo", inputs[0]] + inputs[1:]
+    session = GameSession(game)
+    completed, out = run(session, noisy, human)
+    assert completed and session.is_over
+    assert session.transcript() == transcript
+    final, _ = play_transcript(transcript, game)
+    assert bool(final.terminal)
+    assert f"record: {transcript}" in out
+    assert f"result: {session.result_text()}" in out
+    assert "illegal: 'zz9' is not a square" in out
+    assert "illegal: square 'a9' is off the 6x6 board" in out
+    assert "illegal: a1 is illegal here" in out
+    assert "illegal: cannot pass" in out
+    assert "took back your last move" in out
+    assert "legal: " in out
+
+
+def test_forced_pass_must_be_typed():
+    # a1 white, b1 black, black to move: black has no move, white then plays c1 and wins.
+    state, game = parse_board("OX" + "-" * 62 + " X")
+    session = GameSession(game, state)
+    completed, out = run(session, ["c1", "pass"], human=0)
+    assert completed
+    assert "You have no legal move; type pass" in out
+    assert "illegal: c1 is illegal: black has no legal move and must pass" in out
+    assert "white (first-legal) plays c1" in out
+    assert session.transcript() == "--c1"
+    assert "result: white wins 3-0" in out
+
+
+def test_input_ending_or_quit_stops_the_game_and_prints_the_record():
+    session = GameSession(Othello(8))
+    completed, out = run(session, ["f5"])
+    assert not completed and "input ended" in out
+    assert "record: f5" in out  # black f5, then white's first legal reply
+    assert session.transcript().startswith("f5") and len(session.actions) == 2
+    completed, out = run(GameSession(Othello(8)), ["quit"])
+    assert not completed and "record: (no moves)" in out
+
+
+def test_undo_turn_goes_back_to_that_sides_previous_turn():
+    session = GameSession(Othello(8))
+    assert not session.undo_turn(1)  # white has not moved yet
+    for move in ["f5", "d6", "c3"]:
+        session.play(session.parse_move(move))
+    assert session.undo_turn(1) and session.transcript() == "f5"
+    assert session.undo_turn(0) and session.transcript() == ""
+    assert not session.undo_turn(0)
