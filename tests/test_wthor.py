@@ -1,0 +1,224 @@
+"""WThor reader, batched replay and expert dataset: the shipped database, round trips,
+corrupt and truncated input."""
+
+from __future__ import annotations
+
+import datetime
+
+import jax
+import numpy as np
+import pytest
+
+from othello_jax.data import expert, game_replay, wthor
+from othello_jax.game import Othello, format_transcript, play_transcript
+from othello_jax.game import bitboard as bb
+
+GAME = Othello(8)
+
+
+@pytest.fixture(scope="module")
+def database(shared_data) -> wthor.Database:
+    return wthor.load_database(shared_data / "wthor")
+
+
+@pytest.fixture(scope="module")
+def full_replay(database):
+    """Replay of every game in the shipped database: (error codes after score checks, error moves)."""
+    actions = wthor.decode_moves(database.games.moves)
+    finals = []
+    error, error_move = game_replay.replay_in_chunks(actions, lambda _, out: finals.append(out.final))
+    final = jax.tree.map(lambda *parts: np.concatenate(parts), *finals)
+    return game_replay.check_scores(error, final, database.games.black_score), error_move, final
+
+
+def _subset(games: wthor.Games, index) -> wthor.Games:
+    return wthor.Games(*(np.asarray(x)[index] for x in games))
+
+
+def test_database_loads_with_names(database):
+    games = database.games
+    assert games.num_games > 100_000
+    assert len(database.files) == 44 and database.files[0] == "WTH_1977.wtb"
+    assert set(np.unique(games.year)) == set(range(1977, 2021))
+    assert len(database.players) == 3760 and len(database.tournaments) == 436
+    # every record refers to known players and tournaments
+    assert games.black.max() < len(database.players) and games.white.max() < len(database.players)
+    assert games.tournament.max() < len(database.tournaments)
+    assert database.tournament(1) == "World Championship"
+    assert database.player(99999) == "#99999"
+
+
+def test_every_shipped_game_replays_without_a_rules_error(database, full_replay):
+    error, error_move, final = full_replay
+    report = game_replay.describe_problems(error, error_move)
+    print("\n" + report.summary())  # the number skipped as corrupt (0 for the shipped files)
+    assert report.num_rejected == 0, report.examples
+    # nearly all games are played out, and finished games end with the recorded score
+    finished = np.asarray(final.terminal)
+    assert finished.mean() > 0.99
+    assert np.array_equal(game_replay.final_black_discs(final)[finished], database.games.black_score[finished])
+
+
+def test_batched_replay_agrees_with_sequential_transcript_replay(database):
+    """Against the one-move-at-a-time notation replay, on the games with the most passes."""
+    actions = wthor.decode_moves(database.games.moves[:256])
+    out = game_replay.replay_actions(actions)
+    picks = np.argsort(-np.asarray(out.passes), kind="stable")[:3]
+    assert out.passes[picks[0]] >= 2
+    for row in picks:
+        moves = actions[row]
+        state, played = play_transcript(format_transcript(moves[moves >= 0]), GAME)  # inserts forced passes
+        assert int(out.passes[row]) == played.count(GAME.pass_action)
+        got = jax.tree.map(lambda x: x[row], out.final)
+        assert bb.to_int(got.mover) == bb.to_int(state.mover)
+        assert bb.to_int(got.opponent) == bb.to_int(state.opponent)
+        assert int(got.color) == int(state.color) and int(got.ply) == int(state.ply)
+
+
+def test_move_codes_decode_to_squares():
+    codes = np.array([11, 18, 81, 88, 56, 0, 9, 19, 90, 255])
+    actions = wthor.decode_moves(codes)
+    assert actions.tolist() == [0, 7, 56, 63, 37, wthor.NO_MOVE] + [wthor.BAD_CODE] * 4
+    assert wthor.encode_moves(actions[:6]).tolist() == [11, 18, 81, 88, 56, 0]
+
+
+def test_game_file_round_trip(tmp_path, database):
+    games = _subset(database.games, slice(1000, 1100))
+    path = tmp_path / "WTH_1999.wtb"
+    wthor.write_games(path, games, game_year=1999, created=datetime.date(2020, 4, 27), depth=24)
+    header, back = wthor.read_games(path)
+    assert header.num_games == 100 and header.game_year == 1999 and header.depth == 24
+    assert header.created == datetime.date(2020, 4, 27) and header.board_size == 8
+    for name in ("tournament", "black", "white", "black_score", "theoretical_score", "moves"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(games, name))
+    assert (back.year == 1999).all()
+
+
+def test_name_files_round_trip(tmp_path, database):
+    wthor.write_players(tmp_path / "WTHOR.JOU", database.players[:50])
+    wthor.write_tournaments(tmp_path / "WTHOR.TRN", database.tournaments[:20])
+    assert wthor.read_players(tmp_path / "WTHOR.JOU") == database.players[:50]
+    assert wthor.read_tournaments(tmp_path / "WTHOR.TRN") == database.tournaments[:20]
+
+
+def test_truncated_and_malformed_files_are_rejected_clearly(tmp_path, shared_data):
+    data = (shared_data / "wthor" / "WTH_1980.wtb").read_bytes()
+    cut = tmp_path / "WTH_1980.wtb"
+    cut.write_bytes(data[:-30])
+    with pytest.raises(wthor.WthorError, match=r"WTH_1980.wtb: truncated: the header announces \d+ games"):
+        wthor.read_games(cut)
+    cut.write_bytes(data + b"\0")
+    with pytest.raises(wthor.WthorError, match="trailing bytes"):
+        wthor.read_games(cut)
+    cut.write_bytes(data[:10])
+    with pytest.raises(wthor.WthorError, match="too short for the 16-byte WThor header"):
+        wthor.read_games(cut)
+    with pytest.raises(wthor.WthorError, match="no such WThor file"):
+        wthor.read_games(tmp_path / "missing.wtb")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(wthor.WthorError, match="no WTH_YYYY.wtb game files"):
+        wthor.load_database(tmp_path / "empty")
+    # a truncated name file is reported the same way
+    jou = (shared_data / "wthor" / "WTHOR.JOU").read_bytes()
+    (tmp_path / "WTHOR.JOU").write_bytes(jou[:-5])
+    with pytest.raises(wthor.WthorError, match="truncated: the header announces 3760 player names"):
+        wthor.read_players(tmp_path / "WTHOR.JOU")
+
+
+def _finished_early(database, full_replay) -> int:
+    """Index of a finished game with fewer than 60 moves (it ended with empty squares)."""
+    final = full_replay[2]
+    short = (database.games.moves == 0).any(axis=1) & np.asarray(final.terminal)
+    return int(np.flatnonzero(short)[0])
+
+
+def test_corrupt_records_are_rejected_with_reasons(database, full_replay):
+    base = _subset(database.games, np.arange(8))
+    moves, score = base.moves.copy(), base.black_score.copy()
+    moves[0, 10] = 99  # not a square
+    moves[1, 20] = moves[1, 5]  # an occupied square: illegal
+    moves[2, 30:] = 0
+    moves[2, 40] = 34  # moves resume after the list ended
+    score[3] = 70  # impossible score
+    score[4] = (score[4] + 2) % 64  # disagrees with the finished game
+    early = _finished_early(database, full_replay)
+    extra = _subset(database.games, [early])
+    first_empty = int(np.argmax(extra.moves[0] == 0))
+    extra.moves[0, first_empty] = 11  # a move after the game ended
+    games = wthor.concatenate([base._replace(moves=moves, black_score=score), extra])
+
+    data = expert.build_expert_data(games, test_from_year=3000)
+    reasons = data.info["rejected"]["reasons"]
+    assert reasons == {
+        game_replay.REASONS[game_replay.BAD_MOVE_CODE]: 1, game_replay.REASONS[game_replay.ILLEGAL_MOVE]: 1,
+        game_replay.REASONS[game_replay.MOVE_AFTER_GAP]: 1, game_replay.REASONS[game_replay.BAD_SCORE]: 1,
+        game_replay.REASONS[game_replay.SCORE_MISMATCH]: 1, game_replay.REASONS[game_replay.MOVE_AFTER_END]: 1}
+    assert data.info["rejected"]["summary"].startswith("rejected 6 of 9 records as corrupt")
+    assert data.info["rejected"]["examples"][0] == "game #0 (1977): move 11: move byte is not a square (11..88)"
+    # only the 3 good games contribute positions
+    assert data.info["train_games"] == 3
+    assert data.info["train_moves"] == int((games.moves[5:8] != 0).sum())
+
+
+@pytest.fixture(scope="module")
+def small_data(database) -> expert.ExpertData:
+    """Two years, one on each side of the split."""
+    games = database.games
+    pick = np.flatnonzero((games.year == 1990) | (games.year == 2016))
+    return expert.build_expert_data(_subset(games, pick), test_from_year=2015)
+
+
+def test_expert_rows_are_legal_unique_and_split_by_year(database, small_data):
+    games = database.games
+    n1990, n2016 = int((games.year == 1990).sum()), int((games.year == 2016).sum())
+    assert small_data.info["train_games"] == n1990 and small_data.info["test_games"] == n2016
+    assert small_data.info["train_moves"] == int((games.moves[games.year == 1990] != 0).sum())
+    for rows in (small_data.train, small_data.test):
+        state = expert.to_state(rows)
+        legal = np.asarray(GAME.legal_moves(state))
+        assert legal[np.arange(rows.size), rows.action].all()  # every expert move is legal there
+        assert not (np.asarray(bb.popcount(rows.mover & rows.opponent)) > 0).any()
+        keys = np.stack([rows.mover_lo, rows.mover_hi, rows.opponent_lo, rows.opponent_hi, rows.action], 1)
+        assert np.unique(keys, axis=0).shape[0] == rows.size  # de-duplicated
+        assert (np.abs(rows.value) <= 1).all() and (rows.count >= 1).all()
+    # the start position: black plays f5 in every game (WThor normalises the first move)
+    init, train = GAME.init(), small_data.train
+    start = (train.mover_lo == init.mover.lo) & (train.mover_hi == init.mover.hi) & \
+            (train.opponent_lo == init.opponent.lo) & (train.opponent_hi == init.opponent.hi)
+    assert start.sum() == 1 and small_data.train.count[start][0] == n1990
+    assert small_data.train.action[start][0] == 37  # f5
+    assert small_data.train.in_train.all()
+    assert 0 < small_data.test.in_train.mean() < 0.5  # openings repeat; middle games are new
+
+
+def test_value_target_is_the_result_for_the_mover(database):
+    """One game without passes: black moves at even stages, so values alternate in sign."""
+    actions = wthor.decode_moves(database.games.moves[:256])
+    out = game_replay.replay_actions(actions)
+    index = int(np.flatnonzero((np.asarray(out.passes) == 0) & (database.games.black_score[:256] != 32))[0])
+    game = _subset(database.games, [index])
+    rows = expert.build_expert_data(game, test_from_year=3000).train
+    black_result = 1.0 if game.black_score[0] > 32 else -1.0
+    stage = np.asarray(expert.stage(rows))
+    assert rows.size == int((game.moves != 0).sum()) and sorted(stage) == list(range(rows.size))
+    np.testing.assert_array_equal(rows.value, np.where(stage % 2 == 0, black_result, -black_result))
+
+
+def test_mark_seen_and_deduplicate_on_small_arrays():
+    u = lambda *v: np.array(v, np.uint32)
+    rows = expert.deduplicate(u(1, 1, 1, 2), u(0, 0, 0, 0), u(4, 4, 4, 4), u(0, 0, 0, 0),
+                              np.array([5, 5, 6, 5]), np.array([1.0, 0.0, -1.0, 1.0], np.float32))
+    assert rows.size == 3
+    merged = (rows.mover_lo == 1) & (rows.action == 5)
+    assert rows.count[merged][0] == 2 and rows.value[merged][0] == 0.5
+    test = expert.deduplicate(u(1, 3), u(0, 0), u(4, 4), u(0, 0), np.array([7, 7]), np.zeros(2, np.float32))
+    seen = expert.mark_seen(test, rows)
+    assert seen.in_train[seen.mover_lo == 1][0] and not seen.in_train[seen.mover_lo == 3][0]
+
+
+def test_cache_round_trip(tmp_path, small_data):
+    expert.save(small_data, tmp_path / "x.npz")
+    back = expert.load(tmp_path / "x.npz")
+    assert back.info == small_data.info
+    for a, b in zip(back.test, small_data.test):
+        np.testing.assert_array_equal(a, b)
