@@ -1,0 +1,241 @@
+"""Save, resume and load training runs with orbax (atomic, keep-last-N plus best).
+
+Layout under a run's workdir::
+
+    WORKDIR/checkpoints/<iteration>/   latest N: variables + train (optimizer, buffer, rng, ...) + meta
+    WORKDIR/best/<iteration>/          the best-evaluated network: variables + meta
+
+Each checkpoint has three items: ``variables`` (``{'params', 'batch_stats'}``, all an agent
+needs), ``train`` (the rest of the training state and the rng key) and ``meta`` (JSON: board
+size, network shape, counters, the run's config, evaluation results). orbax writes to a
+temporary directory and renames it when complete, so a run killed at any moment leaves only
+whole checkpoints. A checkpoint that cannot be read, or that does not fit the current
+settings, raises :class:`CheckpointError` with a one-line message and nothing is deleted.
+
+Other modules load a trained network with :func:`load_agent_variables`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+
+from othello_jax.model import NetworkConfig, make_network
+
+FORMAT_VERSION = 1
+LATEST_DIR = "checkpoints"
+BEST_DIR = "best"
+# meta fields that must match between a checkpoint and the run resuming from it
+COMPATIBILITY_KEYS = ("format_version", "board_size", "network", "lanes", "capacity", "max_window")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, unreadable or incompatible (message is one line)."""
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _abstract(tree: Any) -> Any:
+    """Shape/dtype/sharding skeleton of a pytree of arrays (the restore target)."""
+    def leaf(x):
+        x = jax.numpy.asarray(x) if not isinstance(x, jax.Array) else x
+        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding)
+    return jax.tree.map(leaf, tree)
+
+
+def _quiet_orbax() -> None:
+    """orbax logs every save at INFO and read-only opens at WARNING through absl; keep errors only."""
+    logger = logging.getLogger("absl")
+    if logger.level < logging.ERROR:
+        logger.setLevel(logging.ERROR)
+
+
+def _manager(directory: Path, keep: int | None, async_save: bool, read_only: bool = False) -> ocp.CheckpointManager:
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=keep, create=not read_only, read_only=read_only,
+        enable_async_checkpointing=async_save, cleanup_tmp_directories=not read_only)
+    return ocp.CheckpointManager(directory, options=options, item_names=("variables", "train", "meta"))
+
+
+class Checkpoints:
+    """The latest-N and best checkpoints of one run (``keep`` latest are kept, plus one best)."""
+
+    def __init__(self, workdir: str | Path, keep: int = 3, async_save: bool = True):
+        if keep < 1:
+            raise ValueError(f"checkpoint keep must be >= 1, got {keep}")
+        _quiet_orbax()
+        self.workdir = Path(workdir)
+        self.latest = _manager(self.workdir / LATEST_DIR, keep, async_save)
+        self.best = _manager(self.workdir / BEST_DIR, 1, async_save)
+
+    # ---- queries --------------------------------------------------------------------------
+    def steps(self) -> list[int]:
+        return sorted(self.latest.all_steps())
+
+    def latest_step(self) -> int | None:
+        steps = self.steps()
+        return steps[-1] if steps else None
+
+    # ---- saving ---------------------------------------------------------------------------
+    def save(self, step: int, train_state: Any, key: jax.Array, meta: dict, save_buffer: bool = True) -> None:
+        """Save a training state (a ``train.TrainState``) with its rng key and JSON ``meta``."""
+        variables, rest = _split(train_state, key, save_buffer)
+        meta = dict(meta, format_version=FORMAT_VERSION, buffer_saved=bool(save_buffer), step=int(step))
+        self.latest.save(int(step), args=ocp.args.Composite(
+            variables=ocp.args.StandardSave(variables), train=ocp.args.StandardSave(rest),
+            meta=ocp.args.JsonSave(meta)))
+
+    def save_best(self, step: int, variables: dict, meta: dict) -> None:
+        """Keep ``variables`` as the best network so far (replacing the previous best)."""
+        meta = dict(meta, format_version=FORMAT_VERSION, step=int(step))
+        self.best.save(int(step), args=ocp.args.Composite(
+            variables=ocp.args.StandardSave(variables), meta=ocp.args.JsonSave(meta)), force=True)
+
+    def wait(self) -> None:
+        """Block until background writes are on disk."""
+        self.latest.wait_until_finished()
+        self.best.wait_until_finished()
+
+    def close(self) -> None:
+        self.wait()
+        self.latest.close()
+        self.best.close()
+
+    # ---- restoring ------------------------------------------------------------------------
+    def read_meta(self, step: int) -> dict:
+        path = self.workdir / LATEST_DIR / str(step)
+        try:
+            return dict(self.latest.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta)
+        except Exception as error:  # orbax raises many kinds; report one line
+            raise CheckpointError(f"checkpoint {path} is unreadable ({_one_line(error)}); "
+                                  f"{self._others(step)}") from None
+
+    def restore(self, template: Any, key_template: jax.Array, expect: dict, step: int | None = None):
+        """Restore ``(train_state, key, meta)`` at ``step`` (default: the latest).
+
+        ``template`` is a freshly initialised train state with the wanted shapes and shardings
+        (its buffer is kept when the checkpoint has none). ``expect`` holds the current values of
+        :data:`COMPATIBILITY_KEYS`; any mismatch raises :class:`CheckpointError`.
+        """
+        step = self.latest_step() if step is None else int(step)
+        if step is None:
+            raise CheckpointError(f"no checkpoint in {self.workdir / LATEST_DIR}")
+        if step not in self.steps():
+            raise CheckpointError(f"no checkpoint for step {step} in {self.workdir / LATEST_DIR}; "
+                                  f"available: {self.steps()}")
+        path = self.workdir / LATEST_DIR / str(step)
+        meta = self.read_meta(step)
+        check_compatible(meta, expect, path)
+        variables, rest = _split(template, key_template, bool(meta.get("buffer_saved", True)))
+        try:
+            restored = self.latest.restore(step, args=ocp.args.Composite(
+                variables=ocp.args.StandardRestore(_abstract(variables)),
+                train=ocp.args.StandardRestore(_abstract(rest))))
+        except Exception as error:
+            raise CheckpointError(f"checkpoint {path} is unreadable or incompatible ({_one_line(error)}); "
+                                  f"{self._others(step)}") from None
+        train_state, key = _join(template, restored.variables, restored.train)
+        return train_state, key, meta
+
+    def _others(self, step: int) -> str:
+        others = [s for s in self.steps() if s != step]
+        if not others:
+            return "no other checkpoint was touched"
+        return f"other checkpoints {others} are intact: move this one away or resume from one of them"
+
+
+def _split(train_state: Any, key: jax.Array, with_buffer: bool) -> tuple[dict, dict]:
+    """(variables item, train item) of a train state; the buffer is left out unless ``with_buffer``."""
+    variables = {"params": train_state.params, "batch_stats": train_state.batch_stats}
+    rest = {"opt_state": train_state.opt_state, "actor": train_state.actor, "resign": train_state.resign,
+            "iteration": train_state.iteration, "step": train_state.step, "rng": key}
+    if with_buffer:
+        rest["buffer"] = train_state.buffer
+    return variables, rest
+
+
+def _join(template: Any, variables: dict, rest: dict):
+    state = template._replace(
+        params=variables["params"], batch_stats=variables["batch_stats"], opt_state=rest["opt_state"],
+        actor=rest["actor"], resign=rest["resign"], iteration=rest["iteration"], step=rest["step"],
+        buffer=rest.get("buffer", template.buffer))
+    return state, rest["rng"]
+
+
+def check_compatible(meta: dict, expect: dict, path: Path) -> None:
+    """Raise :class:`CheckpointError` naming the first setting that differs from the checkpoint's."""
+    for name in COMPATIBILITY_KEYS:
+        if name not in expect:
+            continue
+        if name == "lanes" and not meta.get("buffer_saved", True):
+            continue
+        saved, wanted = meta.get(name), expect[name]
+        if saved != wanted:
+            raise CheckpointError(f"checkpoint {path} is incompatible: {name} is {saved} there but {wanted} "
+                                  f"in this config; use a new --workdir or matching settings")
+
+
+# ---------------------------------------------------------------------------------------------
+# loading a network for play and evaluation
+# ---------------------------------------------------------------------------------------------
+def network_meta(config: NetworkConfig) -> dict:
+    """A network shape as JSON-able meta (inverse of ``NetworkConfig(**meta)``)."""
+    return dataclasses.asdict(config)
+
+
+def _resolve(path: Path) -> tuple[Path, int]:
+    """(manager directory, step) for a workdir, a checkpoints/best directory or one step directory."""
+    if (path / "meta").exists() and path.name.isdigit():
+        return path.parent, int(path.name)
+    if (path / LATEST_DIR).is_dir():
+        path = path / LATEST_DIR
+    steps = sorted(int(p.name) for p in path.iterdir() if p.is_dir() and p.name.isdigit()) if path.is_dir() else []
+    if not steps:
+        raise CheckpointError(f"no checkpoint found at {path}")
+    return path, steps[-1]
+
+
+def load_agent_variables(path: str | Path) -> tuple[NetworkConfig, dict, int]:
+    """Load a trained network: ``(network config, {'params', 'batch_stats'}, board size)``.
+
+    ``path`` is a training workdir (its latest checkpoint), ``WORKDIR/best`` (the best one), a
+    ``checkpoints`` directory, or one step directory such as ``WORKDIR/checkpoints/40``. Arrays
+    land on the default device. Raises :class:`CheckpointError` with a one-line message.
+    """
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise CheckpointError(f"checkpoint path {path} does not exist")
+    directory, step = _resolve(path)
+    _quiet_orbax()
+    manager = _manager(directory, None, async_save=False, read_only=True)
+    where = directory / str(step)
+    try:
+        meta = manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta
+        config = NetworkConfig(**meta["network"])
+        size = int(meta["board_size"])
+    except Exception as error:
+        raise CheckpointError(f"checkpoint {where} has no readable metadata ({_one_line(error)})") from None
+    net = make_network(size, config)
+    device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+    shapes = jax.eval_shape(lambda k: net.init(k, np.zeros((1, size, size, 2), np.float32), train=False),
+                            jax.random.PRNGKey(0))
+    target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), dict(shapes))
+    target.setdefault("batch_stats", {})
+    try:
+        variables = manager.restore(step, args=ocp.args.Composite(
+            variables=ocp.args.StandardRestore(target))).variables
+    except Exception as error:
+        raise CheckpointError(f"checkpoint {where} does not hold a readable {config} network "
+                              f"({_one_line(error)})") from None
+    finally:
+        manager.close()
+    return config, dict(variables), size
