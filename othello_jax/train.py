@@ -27,8 +27,8 @@ from ml_collections import ConfigDict
 from othello_jax import replay
 from othello_jax.game import Othello
 from othello_jax.losses import l2_penalty, policy_cross_entropy, policy_entropy, value_mse, weighted_mean
-from othello_jax.model import AlphaZeroNet, NetworkConfig
-from othello_jax.optimizers import learning_rate_schedule
+from othello_jax.model import AlphaZeroNet, NetworkConfig, make_network
+from othello_jax.optimizers import learning_rate_schedule, make_optimizer
 from othello_jax.samples import Samples
 
 AXIS = "data"
@@ -179,7 +179,7 @@ def make_sgd_step(net: AlphaZeroNet, game: Othello, optimizer: optax.GradientTra
         grads, (batch_stats, metrics) = grad_fn(params, batch_stats, net, game, batch, loss_config)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
-        metrics["grad_norm"] = optax.global_norm(grads)
+        metrics["grad_norm"] = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree.leaves(grads)))
         return params, batch_stats, opt_state, metrics
 
     return sgd_step
@@ -284,3 +284,33 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
     replicated = NamedSharding(mesh, PartitionSpec())
     return jax.jit(iteration, in_shardings=(shardings, replicated), out_shardings=(shardings, replicated),
                    donate_argnums=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# everything a run needs, from its config
+# ---------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    """The static pieces of a run: network, optimizer, mesh and replay geometry."""
+
+    game: Othello
+    net: AlphaZeroNet
+    optimizer: optax.GradientTransformation
+    mesh: Mesh
+    lanes: int
+    capacity: int  # rows per lane
+    max_window: int
+
+    @classmethod
+    def from_config(cls, config: ConfigDict, game: Othello, mesh: Mesh) -> "Setup":
+        lanes = num_lanes(config, mesh)
+        capacity = -(-int(config.replay.capacity) // lanes)
+        return cls(game, make_network(game.size, network_config(config)), make_optimizer(config.optimizer),
+                   mesh, lanes, capacity, max_window(config.replay))
+
+    def init_state(self, key: jax.Array, resign_init: Any) -> TrainState:
+        return init_train_state(self.game, self.net, self.optimizer, key, self.lanes, self.capacity,
+                                self.max_window, resign_init, self.mesh)
+
+    def iteration(self, config: ConfigDict, selfplay_fn: SelfPlayFn, example: TrainState):
+        return make_iteration(config, self.game, self.net, self.optimizer, selfplay_fn, self.mesh, example)

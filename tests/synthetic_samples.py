@@ -34,3 +34,27 @@ def learnable_samples(game: Othello, key: jax.Array, batch: int, plies: int) -> 
     policy = jax.nn.one_hot(first, game.num_actions, dtype=jnp.float32)
     value = jnp.sign(game.disc_difference(states)).astype(jnp.float32)
     return Samples(state=states, policy=policy, value=value, mask=~states.terminal)
+
+
+def synthetic_config(**train_overrides) -> "ConfigDict":
+    """The sections of a run config that ``othello_jax.train`` reads, sized for fast CPU tests."""
+    from ml_collections import ConfigDict
+
+    return ConfigDict(dict(
+        network=dict(preset="tiny", blocks=0, channels=0, value_hidden=0, dtype=""),
+        replay=dict(lanes=0, capacity=2000, window_start=2, window_max=3, window_grow_every=2,
+                    augment=False, average_duplicates=False),
+        train=dict(dict(batch_size=64, steps_per_iteration=10), **train_overrides),
+        loss=dict(value_weight=1.0, l2=1e-4, entropy_bonus=0.0),
+        optimizer=dict(name="adamw", learning_rate=3e-3, schedule="constant", weight_decay=0.0),
+        gating=dict(enabled=False),
+    ))
+
+
+def synthetic_selfplay(game: Othello, games: int, plies: int):
+    """A self-play stand-in: random-play positions with learnable targets; counts calls in its state."""
+    def play(variables, key, resign):
+        del variables
+        return learnable_samples(game, key, games, plies), {"games": jnp.float32(games)}, resign + 1
+
+    return play

@@ -1,0 +1,119 @@
+"""The compiled training iteration with a stand-in self-play: learning, batch norm, gating, schedules."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from othello_jax import train
+from othello_jax.game import Othello
+from othello_jax.samples import Samples
+from tests.synthetic_samples import learnable_samples, synthetic_config, synthetic_selfplay
+
+GAME = Othello(6)
+
+
+def run_iterations(config, iterations: int, seed: int = 0, mesh=None):
+    mesh = mesh or train.make_mesh(1)
+    setup = train.Setup.from_config(config, GAME, mesh)
+    state = setup.init_state(jax.random.PRNGKey(seed), jnp.int32(0))
+    initial = jax.tree.map(np.asarray, state)
+    step = setup.iteration(config, synthetic_selfplay(GAME, games=16, plies=12), state)
+    history = []
+    for i in range(iterations):
+        state, metrics = step(state, jax.random.fold_in(jax.random.PRNGKey(seed + 1), i))
+        history.append(jax.device_get(metrics))
+    return initial, state, history
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return run_iterations(synthetic_config(), iterations=6)
+
+
+def test_loss_decreases(trained):
+    _, _, history = trained
+    losses = [float(m["loss"]) for m in history]
+    assert losses[-1] < 0.8 * losses[0], losses
+    assert float(history[-1]["value_loss"]) < float(history[0]["value_loss"])
+    assert all(np.isfinite(list(m.values())).all() for m in history)
+
+
+def test_counters_buffer_and_metrics(trained):
+    _, state, history = trained
+    assert int(state.iteration) == 6 and int(state.step) == 60
+    assert int(state.resign[0]) == 6  # self-play state is threaded through every iteration
+    assert int(state.buffer.generations[0]) == 6
+    # 16 games x 12 plies per iteration, minus finished positions (masked padding)
+    assert 0 < float(history[0]["positions"]) <= 16 * 12
+    assert float(history[-1]["selfplay/games"]) == 16.0
+    np.testing.assert_allclose(float(history[0]["learning_rate"]), 3e-3)
+    windows = [int(m["window"]) for m in history]
+    assert windows == [2, 2, 3, 3, 3, 3]  # grows by one every 2 iterations, capped at 3
+
+
+def test_batch_norm_statistics_are_learned_and_actor_follows(trained):
+    initial, state, _ = trained
+    changed = jax.tree.map(lambda a, b: not np.allclose(a, b), initial.batch_stats, jax.device_get(state.batch_stats))
+    assert all(jax.tree.leaves(changed))
+    same = jax.tree.map(np.array_equal, jax.device_get(state.actor["params"]), jax.device_get(state.params))
+    assert all(jax.tree.leaves(same))
+
+
+def test_gating_keeps_the_champion_as_actor():
+    config = synthetic_config()
+    config.gating.enabled = True
+    initial, state, _ = run_iterations(config, iterations=2)
+    same = jax.tree.map(np.array_equal, initial.actor["params"], jax.device_get(state.actor["params"]))
+    assert all(jax.tree.leaves(same))
+    moved = jax.tree.map(lambda a, b: not np.array_equal(a, b), initial.params, jax.device_get(state.params))
+    assert any(jax.tree.leaves(moved))
+
+
+def test_loss_combines_its_terms():
+    config = synthetic_config()
+    setup = train.Setup.from_config(config, GAME, train.make_mesh(1))
+    state = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
+    rows = learnable_samples(GAME, jax.random.PRNGKey(1), batch=8, plies=6)
+    batch = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), rows)
+    config.loss.update(value_weight=2.0, l2=0.01, entropy_bonus=0.5)
+    loss, (_, m) = train.loss_fn(state.params, state.batch_stats, setup.net, GAME, batch, config.loss)
+    expected = 2.0 * m["value_loss"] + m["policy_loss"] + 0.01 * m["l2"] - 0.5 * m["policy_entropy"]
+    np.testing.assert_allclose(float(loss), float(expected), rtol=1e-6)
+    # masked rows do not count
+    masked = batch._replace(mask=batch.mask.at[: batch.mask.shape[0] // 2].set(False))
+    _, (_, m2) = train.loss_fn(state.params, state.batch_stats, setup.net, GAME, masked, config.loss)
+    assert float(m2["value_loss"]) != pytest.approx(float(m["value_loss"]))
+    # one-hot targets have zero entropy, so the KL equals the cross-entropy
+    np.testing.assert_allclose(float(m["policy_kl"]), float(m["policy_loss"]), rtol=1e-5)
+
+
+def test_replay_window_schedule():
+    config = synthetic_config().replay
+    config.update(window_start=2, window_max=5, window_grow_every=3)
+    got = [int(train.replay_window(config, jnp.int32(i))) for i in (0, 2, 3, 8, 9, 100)]
+    assert got == [2, 2, 3, 4, 5, 5]
+    assert train.max_window(config) == 5
+    config.window_grow_every = 0
+    assert int(train.replay_window(config, jnp.int32(50))) == 2 and train.max_window(config) == 2
+
+
+def test_bad_geometry_is_reported():
+    config = synthetic_config(batch_size=30)
+    config.replay.lanes = 4
+    mesh = train.make_mesh(1)
+    setup = train.Setup.from_config(config, GAME, mesh)
+    state = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
+    with pytest.raises(ValueError, match="multiple of the 4 replay lanes"):
+        setup.iteration(config, synthetic_selfplay(GAME, 4, 4), state)
+    with pytest.raises(ValueError, match="devices"):
+        train.make_mesh(len(jax.devices()) + 1)
+
+
+def test_network_config_overrides_preset():
+    config = synthetic_config()
+    config.network.update(preset="small", channels=32, dtype="bfloat16")
+    net = train.network_config(config)
+    assert (net.blocks, net.channels, net.dtype) == (6, 32, "bfloat16")
