@@ -15,6 +15,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "play": ("othello_jax.commands.play", "play a game against a checkpoint or agent in the terminal"),
     "engine": ("othello_jax.commands.engine", "serve a checkpoint or agent as a GTP engine on stdin/stdout"),
     "analyze": ("othello_jax.commands.analyze", "a network's policy, value and search visits for a position"),
+    "train": ("othello_jax.commands.train", "train or resume a self-play run from a config (--config, --workdir)"),
+    "plot": ("othello_jax.commands.plot", "draw a run's training curves (metrics.jsonl) to a PNG"),
 }
 
 
