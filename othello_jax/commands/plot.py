@@ -1,0 +1,28 @@
+"""`othello-jax plot WORKDIR [WORKDIR ...] [--out FILE]`: draw training curves from metrics.jsonl to a PNG."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="othello-jax plot", description=__doc__)
+    parser.add_argument("workdirs", nargs="+", help="training run directories (several runs are overlaid)")
+    parser.add_argument("--out", default=None, help="PNG path (default: FIRST_WORKDIR/curves.png)")
+    args = parser.parse_args(argv)
+    from othello_jax.metrics import plot
+
+    out = Path(args.out) if args.out else Path(args.workdirs[0]) / "curves.png"
+    try:
+        path = plot(args.workdirs, out)
+    except (FileNotFoundError, OSError, ValueError) as error:
+        print(f"othello-jax plot: error: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

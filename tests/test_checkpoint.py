@@ -1,0 +1,153 @@
+"""Checkpoints: round trip, keep-last-N plus best, agent loading, corrupted and incompatible checkpoints."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from othello_jax import checkpoint, train
+from othello_jax.checkpoint import CheckpointError
+from othello_jax.game import Othello
+from tests.synthetic_samples import synthetic_config, synthetic_selfplay
+
+GAME = Othello(6)
+CONFIG = synthetic_config(steps_per_iteration=2)
+
+
+@pytest.fixture(scope="module")
+def setup():
+    return train.Setup.from_config(CONFIG, GAME, train.make_mesh(1))
+
+
+def meta_for(setup: train.Setup) -> dict:
+    return {"format_version": checkpoint.FORMAT_VERSION, "board_size": GAME.size,
+            "network": checkpoint.network_meta(train.network_config(CONFIG)), "lanes": setup.lanes,
+            "capacity": setup.capacity, "max_window": setup.max_window}
+
+
+def trees_equal(a, b) -> bool:
+    return all(jax.tree.leaves(jax.tree.map(lambda x, y: np.array_equal(np.asarray(x), np.asarray(y)), a, b)))
+
+
+def digest(directory: Path) -> dict:
+    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def saved_run(setup, tmp_path_factory):
+    """Three saved iterations (keep=2) plus a best checkpoint; returns (workdir, states by step, key)."""
+    workdir = tmp_path_factory.mktemp("run")
+    state = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
+    step = setup.iteration(CONFIG, synthetic_selfplay(GAME, games=4, plies=8), state)
+    ckpts = checkpoint.Checkpoints(workdir, keep=2)
+    states, key = {}, jax.random.PRNGKey(7)
+    for i in range(1, 4):
+        key, k = jax.random.split(key)
+        state, _ = step(state, k)
+        states[i] = (jax.device_get(state), np.asarray(key))
+        ckpts.save(i, state, key, dict(meta_for(setup), iteration=i))
+        if i == 2:
+            ckpts.save_best(i, {"params": state.params, "batch_stats": state.batch_stats}, meta_for(setup))
+    ckpts.close()
+    return workdir, states
+
+
+def test_keeps_last_n_and_restores_exactly(setup, saved_run):
+    workdir, states = saved_run
+    ckpts = checkpoint.Checkpoints(workdir, keep=2)
+    assert ckpts.steps() == [2, 3]
+    template = setup.init_state(jax.random.PRNGKey(99), jnp.int32(0))
+    restored, key, meta = ckpts.restore(template, jax.random.PRNGKey(0), meta_for(setup))
+    expected_state, expected_key = states[3]
+    assert trees_equal(restored, expected_state)
+    np.testing.assert_array_equal(np.asarray(key), expected_key)
+    assert meta["iteration"] == 3 and meta["buffer_saved"] is True
+    older, _, _ = ckpts.restore(template, jax.random.PRNGKey(0), meta_for(setup), step=2)
+    assert trees_equal(older.params, states[2][0].params)
+    with pytest.raises(CheckpointError, match=r"no checkpoint for step 1 .*available: \[2, 3\]"):
+        ckpts.restore(template, jax.random.PRNGKey(0), meta_for(setup), step=1)
+    ckpts.close()
+
+
+def test_load_agent_variables_from_workdir_best_and_step(saved_run):
+    workdir, states = saved_run
+    config, variables, size = checkpoint.load_agent_variables(workdir)
+    assert size == 6 and config == train.network_config(CONFIG)
+    assert trees_equal(variables["params"], states[3][0].params)
+    assert trees_equal(variables["batch_stats"], states[3][0].batch_stats)
+    _, best, _ = checkpoint.load_agent_variables(workdir / "best")
+    assert trees_equal(best["params"], states[2][0].params)
+    _, step2, _ = checkpoint.load_agent_variables(workdir / "checkpoints" / "2")
+    assert trees_equal(step2["params"], states[2][0].params)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        checkpoint.load_agent_variables(workdir / "nowhere")
+    with pytest.raises(CheckpointError, match="no checkpoint found"):
+        checkpoint.load_agent_variables(workdir / "checkpoints" / "3" / "meta")
+
+
+def test_incompatible_settings_are_named(setup, saved_run):
+    workdir, _ = saved_run
+    ckpts = checkpoint.Checkpoints(workdir, keep=2)
+    template = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
+    wrong = dict(meta_for(setup), network=dict(meta_for(setup)["network"], channels=64))
+    with pytest.raises(CheckpointError, match=r"incompatible: network is .*channels': 16.* but .*64"):
+        ckpts.restore(template, jax.random.PRNGKey(0), wrong)
+    with pytest.raises(CheckpointError, match="lanes is 1 there but 8"):
+        ckpts.restore(template, jax.random.PRNGKey(0), dict(meta_for(setup), lanes=8))
+    ckpts.close()
+
+
+def test_corrupted_checkpoint_reports_and_leaves_others_intact(setup, saved_run, tmp_path):
+    import shutil
+
+    workdir = tmp_path / "copy"
+    shutil.copytree(saved_run[0], workdir)
+    states = saved_run[1]
+    latest = workdir / "checkpoints" / "3"
+    for f in (latest / "train").rglob("*"):
+        if f.is_file() and f.stat().st_size > 0 and "ocdbt" in str(f.relative_to(latest)):
+            f.write_bytes(b"\x00garbage" * 8)
+    before = digest(workdir / "checkpoints" / "2")
+    ckpts = checkpoint.Checkpoints(workdir, keep=2)
+    template = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
+    with pytest.raises(CheckpointError) as error:
+        ckpts.restore(template, jax.random.PRNGKey(0), meta_for(setup))
+    message = str(error.value)
+    assert "\n" not in message and str(latest) in message and "other checkpoints [2] are intact" in message
+    assert ckpts.steps() == [2, 3]  # nothing was deleted
+    restored, _, _ = ckpts.restore(template, jax.random.PRNGKey(0), meta_for(setup), step=2)
+    assert trees_equal(restored.params, states[2][0].params)
+    ckpts.close()
+    assert digest(workdir / "checkpoints" / "2") == before
+
+    # unreadable metadata is reported the same way
+    for f in (workdir / "checkpoints" / "2" / "meta").rglob("*"):
+        if f.is_file() and f.name != "commit_success.txt":
+            f.write_text("{not json")
+    ckpts = checkpoint.Checkpoints(workdir, keep=2)
+    with pytest.raises(CheckpointError, match=r"checkpoints/2 is unreadable"):
+        ckpts.restore(template, jax.random.PRNGKey(0), meta_for(setup), step=2)
+    ckpts.close()
+    with pytest.raises(CheckpointError, match="no readable metadata"):
+        checkpoint.load_agent_variables(workdir / "checkpoints" / "2")
+
+
+def test_state_without_buffer_restores_a_fresh_buffer(setup, tmp_path):
+    state = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
+    step = setup.iteration(CONFIG, synthetic_selfplay(GAME, games=4, plies=8), state)
+    state, _ = step(state, jax.random.PRNGKey(1))
+    trained = jax.device_get(state)
+    ckpts = checkpoint.Checkpoints(tmp_path, keep=1, async_save=False)
+    ckpts.save(1, state, jax.random.PRNGKey(2), meta_for(setup), save_buffer=False)
+    template = setup.init_state(jax.random.PRNGKey(5), jnp.int32(0))
+    restored, _, meta = ckpts.restore(template, jax.random.PRNGKey(0), dict(meta_for(setup), lanes=4))
+    assert meta["buffer_saved"] is False  # lanes may differ when no buffer is carried over
+    assert trees_equal(restored.params, trained.params)
+    assert int(restored.buffer.size.sum()) == 0 and int(trained.buffer.size.sum()) > 0
+    ckpts.close()
