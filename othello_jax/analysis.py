@@ -100,6 +100,12 @@ def format_value(value: float) -> str:
     return f"{value:+.2f} ({50 * (value + 1):.0f}%)"
 
 
+def format_summary(analysis: PositionAnalysis, top: int = 5) -> str:
+    """One line: the searcher's value estimate and its most visited moves."""
+    moves = ", ".join(f"{m.square} {m.visits}" for m in analysis.moves[:top])
+    return f"value estimate {format_value(analysis.search_value)}; top moves (visits): {moves}"
+
+
 def format_analysis(analysis: PositionAnalysis, top: int = 5) -> str:
     """A small table: values, then the top moves by visits with prior and search value."""
     lines = [

@@ -216,7 +216,7 @@ class GtpEngine:
         return ""
 
     def _final_score(self, args: tuple[str, ...]) -> str:
-        black, white = self.session.disc_counts()
+        black, white = self.session.score()
         if black == white:
             return "0"
         return f"B+{black - white}" if black > white else f"W+{white - black}"

@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 
-from othello_jax.analysis import Analyzer, PositionAnalysis, SearchingAgent, format_analysis, format_value
+from othello_jax.analysis import Analyzer, PositionAnalysis, format_analysis, format_summary
 from othello_jax.board_svg import board_svg
 from othello_jax.game import NotationError, Othello, render, square_name
 from othello_jax.game import bitboard as bb
@@ -100,10 +100,7 @@ class NotebookGame:
         """The agent's value estimate and top moves for its last move (text)."""
         if self.agent_analysis is None:
             return ""
-        analysis = self.agent_analysis
-        top = ", ".join(f"{m.square} {m.visits}" for m in analysis.moves[:5])
-        return (f"Agent's estimate for itself: {format_value(analysis.search_value)}; "
-                f"top moves (visits): {top}")
+        return "Agent's " + format_summary(self.agent_analysis) + " (its own view)"
 
     def _repr_html_(self) -> str:
         labels = None

@@ -22,7 +22,9 @@ from othello_jax.game import (
     Othello,
     State,
     format_transcript,
+    parse_board,
     parse_square,
+    play_transcript,
     square_name,
 )
 
@@ -47,6 +49,23 @@ class GameSession:
         self.game = game
         self.states: list[State] = [game.init() if start is None else start]
         self.actions: list[int] = []
+
+    @classmethod
+    def from_text(cls, game: Othello, board: str | None = None, moves: str | None = None) -> "GameSession":
+        """Start from a board string (default: the initial position), then play a transcript;
+        forced passes missing from it are inserted. :class:`NotationError` on bad input."""
+        start = None
+        if board:
+            start, parsed = parse_board(board)
+            if parsed != game:
+                raise NotationError(f"the board string is {parsed.size}x{parsed.size} but this game is "
+                                    f"{game.size}x{game.size}")
+        session = cls(game, start)
+        if moves:
+            _, actions = play_transcript(moves, game, start=session.state)
+            for action in actions:
+                session.play(action)
+        return session
 
     # ---- queries ------------------------------------------------------------------------
     @property
@@ -78,9 +97,18 @@ class GameSession:
         """The moves so far as ``f5d6c3...`` (passes as ``--``)."""
         return format_transcript(self.actions, self.game.size)
 
-    def result_text(self) -> str:
-        """``'black wins 36-28'`` style summary (score counts discs on the board)."""
+    def score(self) -> tuple[int, int]:
+        """(black, white) score: the discs, plus the empty squares for the winner once the
+        game is over (the world federation's rule)."""
         black, white = self.disc_counts()
+        if self.is_over and black != white:
+            empties = self.game.num_squares - black - white
+            black, white = (black + empties, white) if black > white else (black, white + empties)
+        return black, white
+
+    def result_text(self) -> str:
+        """``'black wins 36-28'`` style summary (see ``score``)."""
+        black, white = self.score()
         if black == white:
             return f"draw {black}-{white}"
         winner = "black" if black > white else "white"

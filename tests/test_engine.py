@@ -128,7 +128,8 @@ def test_final_score_after_a_full_game(engine):
     while not engine.session.is_over:
         color = "b" if engine.session.to_move == 0 else "w"
         lines.append(reply(engine, f"genmove {color}"))
-    black, white = engine.session.disc_counts()
+    black, white = engine.session.score()
+    assert black + white == engine.session.game.num_squares
     expected = "0" if black == white else (f"B+{black - white}" if black > white else f"W+{white - black}")
     assert reply(engine, "final_score") == f"= {expected}\n\n"
     # The record replays legally from the start with the same result.

@@ -80,7 +80,7 @@ def test_forced_pass_must_be_typed():
     assert "illegal: c1 is illegal: black has no legal move and must pass" in out
     assert "white (first-legal) plays c1" in out
     assert session.transcript() == "--c1"
-    assert "result: white wins 3-0" in out
+    assert "result: white wins 64-0" in out  # 3 discs plus the empties
 
 
 def test_input_ending_or_quit_stops_the_game_and_prints_the_record():

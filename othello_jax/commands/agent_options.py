@@ -1,3 +1,115 @@
-"""Placeholder while agents land."""
+"""Command-line options naming the opponent: ``--checkpoint`` (a trained network plus search)
+or ``--agent`` (any agent spec), shared by `play`, `engine` and `analyze`."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from typing import Any, Callable, NamedTuple
+
+from othello_jax.game import SIZES, Othello
+
+
 class AgentOptionError(ValueError):
-    pass
+    """Bad or inconsistent agent options (one-line message)."""
+
+
+class Player(NamedTuple):
+    """What the options describe.
+
+    size: the default board size; sizes: the sizes it can play (a network knows one);
+    make_agent(game): the agent for a board size; analyzer: the network's search (None for
+    spec agents); commentary(agent) -> text after each of the agent's moves (or None).
+    """
+
+    name: str
+    size: int
+    sizes: tuple[int, ...]
+    make_agent: Callable[[Othello], Any]
+    analyzer: Any
+    commentary: Callable[[Any], str] | None
+
+
+def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True) -> None:
+    parser.add_argument("--checkpoint", help="trained network: a training workdir, WORKDIR/best, or one "
+                                             "step directory (WORKDIR/checkpoints/40)")
+    if spec_agents:
+        parser.add_argument("--agent", help="any agent spec instead of a checkpoint, e.g. random, greedy, "
+                                            "alphabeta:3 (see `othello-jax eval --help`)")
+    parser.add_argument("--sims", type=int, default=64, help="search simulations per move (default 64)")
+    parser.add_argument("--search", default="gumbel", help="search variant: gumbel or puct (default gumbel)")
+    parser.add_argument("--size", type=int, default=0, help="board size 4, 6 or 8 (default: the "
+                                                            "checkpoint's, else 8)")
+
+
+def search_config(variant: str, sims: int):
+    """Search settings for playing (not training): the best move, no exploration noise."""
+    from othello_jax.search import check_search_config, default_search_config
+
+    config = default_search_config()
+    config.variant = variant
+    config.num_simulations = sims
+    config.gumbel_scale = 0.0
+    config.dirichlet_fraction = 0.0
+    try:
+        check_search_config(config)
+    except ValueError as error:
+        raise AgentOptionError(str(error)) from None
+    return config
+
+
+def network_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Player:
+    """A trained network from a checkpoint, searching ``sims`` simulations per move."""
+    from othello_jax.analysis import Analyzer, SearchingAgent, format_summary
+    from othello_jax.checkpoint import CheckpointError, load_agent_variables
+    from othello_jax.model import make_network
+
+    try:
+        network, variables, size = load_agent_variables(checkpoint)
+    except CheckpointError as error:
+        raise AgentOptionError(str(error)) from None
+    game = Othello(size)
+    net = make_network(size, network)
+    analyzer = Analyzer(game, functools.partial(net.apply, train=False), variables, search_config(variant, sims))
+    agent = SearchingAgent(analyzer, name=f"network, {sims} sims")
+
+    def make_agent(wanted: Othello) -> Any:
+        if wanted != game:
+            raise AgentOptionError(f"the checkpoint plays {size}x{size}, not {wanted.size}x{wanted.size}")
+        return agent
+
+    commentary = lambda agent: format_summary(agent.last) if agent.last is not None else ""
+    return Player(agent.name, size, (size,), make_agent, analyzer, commentary)
+
+
+def spec_player(spec: str, size: int) -> Player:
+    """Any agent spec understood by the evaluation module (built per board size)."""
+    from othello_jax.gtp import parse_agent
+
+    def make_agent(game: Othello) -> Any:
+        try:
+            return parse_agent(spec, game)
+        except ValueError as error:
+            raise AgentOptionError(str(error)) from None
+
+    make_agent(Othello(size))  # fail now, not at the first move, on a bad spec
+    return Player(spec, size, SIZES, make_agent, None, None)
+
+
+def build(args: argparse.Namespace) -> Player:
+    """The player the parsed options describe; :class:`AgentOptionError` on bad options."""
+    spec = getattr(args, "agent", None)
+    if not hasattr(args, "agent") and not args.checkpoint:
+        raise AgentOptionError("--checkpoint=PATH is required")
+    if bool(args.checkpoint) == bool(spec):
+        raise AgentOptionError("give exactly one of --checkpoint=PATH or --agent=SPEC")
+    if args.size and args.size not in SIZES:
+        raise AgentOptionError(f"--size must be one of {', '.join(map(str, SIZES))}, got {args.size}")
+    if args.sims < 1:
+        raise AgentOptionError(f"--sims must be at least 1, got {args.sims}")
+    if args.checkpoint:
+        player = network_player(args.checkpoint, args.sims, args.search)
+        if args.size and args.size != player.size:
+            raise AgentOptionError(f"the checkpoint plays {player.size}x{player.size}, not --size={args.size}")
+        return player
+    return spec_player(spec, args.size or 8)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, TextIO
+from typing import Any, Callable, TextIO
 
 import jax
 
@@ -20,8 +20,8 @@ from othello_jax.session import GameSession, agent_action, color_name
 
 HELP = "moves: a square like d3, `pass` (only when you have no move), `undo`, `hint`, `quit`"
 
-# Describes the agent's view of a position after it moves (e.g. value and top moves), or "".
-Commentary = Callable[[GameSession], str]
+# The agent's view of the position it just moved in (value, top moves), or "".
+Commentary = Callable[[Any], str]
 
 
 def play_game(session: GameSession, agent, human: int, key: jax.Array, stdin: TextIO, stdout: TextIO,
@@ -39,7 +39,7 @@ def play_game(session: GameSession, agent, human: int, key: jax.Array, stdin: Te
             verb = "passes" if action == session.game.pass_action else f"plays {square_name(action, size)}"
             say(f"{color_name(1 - human)} ({agent.name}) {verb}")
             if commentary is not None:
-                note = commentary(session)
+                note = commentary(agent)
                 if note:
                     say(note)
             continue

@@ -1,0 +1,51 @@
+"""`othello-jax analyze`: what a trained network and its search think of one position.
+
+    othello-jax analyze --checkpoint=runs/6x6 --moves=c4e3f6
+    othello-jax analyze --checkpoint=runs/8x8/best --board="---...XO... X" --sims=400
+
+Prints the board, the network's value, the search's value, and the top moves with their
+search visits, network prior and search value (q), all from the side to move's view.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import jax
+
+from othello_jax.analysis import format_analysis
+from othello_jax.commands import agent_options
+from othello_jax.game import NotationError, Othello, render
+from othello_jax.session import GameSession, color_name
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="othello-jax analyze", description=__doc__.split("\n")[0])
+    agent_options.add_arguments(parser, spec_agents=False)
+    parser.add_argument("--board", help='board string: squares a1..h8 row by row (X, O, -), a space, the side '
+                                        'to move (X or O); default: the initial position')
+    parser.add_argument("--moves", help="moves to play first (from --board or the start), e.g. f5d6c3")
+    parser.add_argument("--top", type=int, default=8, help="how many moves to list (default 8)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed for the search")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    fail = lambda message: print(f"othello-jax analyze: {message}", file=sys.stderr) or 2
+    if args.top < 1:
+        return fail(f"--top must be at least 1, got {args.top}")
+    try:
+        player = agent_options.build(args)
+        session = GameSession.from_text(Othello(player.size), args.board, args.moves)
+    except (agent_options.AgentOptionError, NotationError) as error:
+        return fail(str(error))
+    print(render(session.state, session.game))
+    if session.is_over:
+        print(f"game over: {session.result_text()}")
+        return 0
+    analysis = player.analyzer.analyze(session.state, jax.random.PRNGKey(args.seed))
+    print(f"{color_name(session.to_move)} to move; {player.name}")
+    print(format_analysis(analysis, top=args.top))
+    return 0
