@@ -9,7 +9,10 @@ square row by row (``X`` black, ``O`` white, ``-`` empty), then whitespace and t
 
 from __future__ import annotations
 
+import functools
 import re
+
+import jax
 
 import jax.numpy as jnp
 import numpy as np
@@ -79,6 +82,12 @@ def format_transcript(actions, size: int = 8) -> str:
     return "".join(square_name(int(a), size) for a in actions)
 
 
+@functools.lru_cache(maxsize=None)
+def _compiled(game: Othello):
+    """Jitted (step, legal_moves) for host-side replay: eager dispatch of the bit ops is slow."""
+    return jax.jit(game.step), jax.jit(game.legal_moves)
+
+
 def play_transcript(transcript: str, game: Othello = Othello(8), start: State | None = None,
                     auto_pass: bool = True) -> tuple[State, list[int]]:
     """Replay a transcript from ``start`` (default: the initial position), checking legality.
@@ -86,19 +95,20 @@ def play_transcript(transcript: str, game: Othello = Othello(8), start: State | 
     With ``auto_pass`` a forced pass missing from the transcript is inserted (common in game
     databases). Returns the final state and the full action list (passes included).
     """
+    step, legal_moves = _compiled(game)
     state = game.init() if start is None else start
     played: list[int] = []
     for number, action in enumerate(parse_transcript(transcript, game.size), start=1):
-        legal = np.asarray(game.legal_moves(state))
+        legal = np.asarray(legal_moves(state))
         if auto_pass and legal[game.pass_action] and action != game.pass_action:
-            state = game.step(state, game.pass_action)
+            state = step(state, game.pass_action)
             played.append(game.pass_action)
-            legal = np.asarray(game.legal_moves(state))
+            legal = np.asarray(legal_moves(state))
         if not legal[action]:
             if bool(state.terminal):
                 raise NotationError(f"move {number} ({square_name(action, game.size)}) comes after the game ended")
             raise NotationError(f"move {number} ({square_name(action, game.size)}) is illegal in this position")
-        state = game.step(state, action)
+        state = step(state, action)
         played.append(action)
     return state, played
 

@@ -90,14 +90,15 @@ class Othello:
         legal = bb.legal_placements(mover, opponent, self.size)
         other = bb.legal_placements(opponent, mover, self.size)
         terminal = ~bb.any_set(legal) & ~bb.any_set(other)
+        shape = terminal.shape
         return State(
             mover=mover,
             opponent=opponent,
             legal=legal,
-            color=jnp.asarray(color, jnp.int8),
-            passed=jnp.asarray(passed, bool),
+            color=jnp.broadcast_to(jnp.asarray(color, jnp.int8), shape),
+            passed=jnp.broadcast_to(jnp.asarray(passed, bool), shape),
             terminal=terminal,
-            ply=jnp.asarray(ply, jnp.int16),
+            ply=jnp.broadcast_to(jnp.asarray(ply, jnp.int16), shape),
         )
 
     def init(self) -> State:
@@ -110,7 +111,7 @@ class Othello:
     # ---- queries ------------------------------------------------------------------------
     def legal_moves(self, state: State) -> jax.Array:
         """Bool mask over actions (..., N*N+1). All false once the game is over."""
-        squares = bb.to_grid(state.legal, self.size).reshape(state.ply.shape + (self.num_squares,))
+        squares = bb.to_grid(state.legal, self.size).reshape(state.legal.lo.shape + (self.num_squares,))
         can_pass = ~bb.any_set(state.legal) & ~state.terminal
         return jnp.concatenate([squares, can_pass[..., None]], axis=-1)
 
