@@ -55,11 +55,11 @@ def saved_run(setup, tmp_path_factory):
         if i == 2:
             ckpts.save_best(i, {"params": state.params, "batch_stats": state.batch_stats}, meta_for(setup))
     ckpts.close()
-    return workdir, states
+    return workdir, states, state
 
 
 def test_keeps_last_n_and_restores_exactly(setup, saved_run):
-    workdir, states = saved_run
+    workdir, states, _ = saved_run
     ckpts = checkpoint.Checkpoints(workdir, keep=2)
     assert ckpts.steps() == [2, 3]
     template = setup.init_state(jax.random.PRNGKey(99), jnp.int32(0))
@@ -76,7 +76,7 @@ def test_keeps_last_n_and_restores_exactly(setup, saved_run):
 
 
 def test_load_agent_variables_from_workdir_best_and_step(saved_run):
-    workdir, states = saved_run
+    workdir, states, _ = saved_run
     config, variables, size = checkpoint.load_agent_variables(workdir)
     assert size == 6 and config == train.network_config(CONFIG)
     assert trees_equal(variables["params"], states[3][0].params)
@@ -92,7 +92,7 @@ def test_load_agent_variables_from_workdir_best_and_step(saved_run):
 
 
 def test_incompatible_settings_are_named(setup, saved_run):
-    workdir, _ = saved_run
+    workdir, _, _ = saved_run
     ckpts = checkpoint.Checkpoints(workdir, keep=2)
     template = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
     wrong = dict(meta_for(setup), network=dict(meta_for(setup)["network"], channels=64))
@@ -138,10 +138,8 @@ def test_corrupted_checkpoint_reports_and_leaves_others_intact(setup, saved_run,
         checkpoint.load_agent_variables(workdir / "checkpoints" / "2")
 
 
-def test_state_without_buffer_restores_a_fresh_buffer(setup, tmp_path):
-    state = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
-    step = setup.iteration(CONFIG, synthetic_selfplay(GAME, games=4, plies=8), state)
-    state, _ = step(state, jax.random.PRNGKey(1))
+def test_state_without_buffer_restores_a_fresh_buffer(setup, saved_run, tmp_path):
+    state = saved_run[2]
     trained = jax.device_get(state)
     ckpts = checkpoint.Checkpoints(tmp_path, keep=1, async_save=False)
     ckpts.save(1, state, jax.random.PRNGKey(2), meta_for(setup), save_buffer=False)
