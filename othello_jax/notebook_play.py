@@ -37,6 +37,7 @@ class NotebookGame:
         self.hint_analysis: PositionAnalysis | None = None
         self._key = jax.random.PRNGKey(seed)
         self._refresh = lambda: None  # redraws the widget after a click
+        self.square_buttons: list = []  # the widget's buttons by action, once built
         self._agent_turns()
 
     # ---- moves --------------------------------------------------------------------------
@@ -131,6 +132,7 @@ class NotebookGame:
         controls[0].on_click(lambda _: self.move("pass"))
         controls[1].on_click(lambda _: self.undo())
         controls[2].on_click(lambda _: self.hint())
+        self.square_buttons = buttons
         board = widgets.GridBox(buttons, layout=widgets.Layout(grid_template_columns=f"repeat({size}, 38px)"))
         info = widgets.HTML()
 

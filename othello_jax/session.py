@@ -157,7 +157,7 @@ class GameSession:
         made_by = [int(s.color) == int(color) for s in self.states[:-1]]
         if True not in made_by:
             return False
-        self.undo(len(made_by) - made_by[::-1].index(True))
+        self.undo(made_by[::-1].index(True) + 1)
         return True
 
     def reset(self, start: State | None = None) -> None:

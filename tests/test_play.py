@@ -101,3 +101,12 @@ def test_undo_turn_goes_back_to_that_sides_previous_turn():
     assert session.undo_turn(1) and session.transcript() == "f5"
     assert session.undo_turn(0) and session.transcript() == ""
     assert not session.undo_turn(0)
+    for move in ["f5", "d6", "c3", "d3", "c4"]:
+        session.play(session.parse_move(move))
+    assert session.undo_turn(1) and session.transcript() == "f5d6c3"
+    assert session.undo_turn(1) and session.transcript() == "f5"
+    # a pass between: a1 black, b1 white... white must pass, black plays c1 and the game ends
+    session = GameSession.from_text(Othello(8), board="XO" + "-" * 62 + " O", moves="c1")
+    assert session.transcript() == "--c1"
+    assert session.undo_turn(0) and session.transcript() == "--" and session.to_move == 0
+    assert session.undo_turn(1) and session.transcript() == ""
