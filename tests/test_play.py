@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import io
+import os
+import re
+import subprocess
+import sys
 import types
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -12,6 +17,9 @@ import pytest
 from othello_jax.commands.play import finish, play_game
 from othello_jax.game import Othello, parse_board, play_transcript, square_name
 from othello_jax.session import GameSession
+from tests.tiny_checkpoint import save_tiny_checkpoint
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def first_legal_agent(game: Othello):
@@ -110,3 +118,37 @@ def test_undo_turn_goes_back_to_that_sides_previous_turn():
     assert session.transcript() == "--c1"
     assert session.undo_turn(0) and session.transcript() == "--" and session.to_move == 0
     assert session.undo_turn(1) and session.transcript() == ""
+
+
+def test_play_command_against_a_checkpoint_through_piped_stdin(tmp_path):
+    """The real command in a subprocess: every square (then pass) is typed in turn, over and
+    over, so each turn plays the first legal one after rejecting the others."""
+    checkpoint = save_tiny_checkpoint(tmp_path, board_size=4)
+    squares = [square_name(a, 4) for a in range(16)] + ["pass"]
+    result = subprocess.run(
+        [sys.executable, "-m", "othello_jax.cli", "play", f"--checkpoint={checkpoint}", "--sims=4", "--color=white"],
+        input="\n".join(squares * 12) + "\n", capture_output=True, text=True, cwd=REPO, timeout=600,
+        env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    record = re.search(r"^record: (\S+)$", out, re.M).group(1)
+    final, actions = play_transcript(record, Othello(4))
+    assert bool(final.terminal)
+    assert f"result: {GameSession.from_text(Othello(4), moves=record).result_text()}" in out
+    assert "illegal: " in out and "black (network, 4 sims) plays" in out
+    assert "value estimate" in out  # the agent's commentary after its moves
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--color=green", "--agent=random"], "--color must be black or white"),
+    (["--checkpoint=/no/such/run"], "checkpoint path /no/such/run does not exist"),
+    ([], "give exactly one of --checkpoint=PATH or --agent=SPEC"),
+    (["--checkpoint=x", "--agent=random"], "give exactly one of --checkpoint=PATH or --agent=SPEC"),
+    (["--agent=random", "--size=5"], "--size must be one of 4, 6, 8"),
+])
+def test_play_command_bad_options(options, message, capsys):
+    from othello_jax.commands import play
+
+    assert play.main(options, stdin=io.StringIO(""), stdout=io.StringIO()) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("othello-jax play: ") and message in err and len(err.splitlines()) == 1

@@ -53,6 +53,8 @@ def play_game(session: GameSession, agent, human: int, key: jax.Array, stdin: Te
         if not line:
             say("\ninput ended; game stopped")
             return False
+        if not _is_terminal(stdin):
+            say(line.strip())  # piped input is not echoed by a terminal: show what was read
         word = line.strip().lower()
         if not word:
             continue
@@ -71,6 +73,13 @@ def play_game(session: GameSession, agent, human: int, key: jax.Array, stdin: Te
             except NotationError as error:
                 say(f"illegal: {error}")
     return True
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def finish(session: GameSession, stdout: TextIO) -> None:
