@@ -1,0 +1,299 @@
+"""Monte-Carlo tree search over real Othello states with mctx, variants chosen by name.
+
+One entry point serves self-play and the playing agents::
+
+    config = default_search_config()            # config.variant = "gumbel" | "puct"
+    result = run_search(config, apply_fn, variables, states, key, game)
+    action = select_action(result, temperature, key)
+
+``apply_fn(variables, observation) -> (logits, value)`` is the network in inference mode
+(e.g. ``functools.partial(net.apply, train=False)``). The search steps the real game:
+``discount = -1`` between plies (values are always from the mover's view), a move into a
+finished game gets ``reward`` = the final result for the player who made it and ``discount =
+0``, and terminal nodes are worth 0. Illegal actions get a vanishing prior at every node, not
+only at the root (mctx masks only the root itself). A new variant is one function plus one
+entry in ``VARIANTS``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mctx
+import ml_collections
+
+from othello_jax.game import Othello, State
+from othello_jax.game import bitboard as bb
+from othello_jax.game.symmetry import NUM_SYMMETRIES, inverse, transform_grid, transform_policy
+
+ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
+
+
+# ---------------------------------------------------------------------------------------------
+# configuration
+# ---------------------------------------------------------------------------------------------
+def default_search_config() -> ml_collections.ConfigDict:
+    """Search settings with defaults; ``variant`` picks the algorithm (see ``VARIANTS``)."""
+    config = ml_collections.ConfigDict()
+    config.variant = "gumbel"
+    config.num_simulations = 32
+    config.max_depth = 0  # 0: no limit beyond the number of simulations
+    config.symmetry = False  # evaluate the network on a random dihedral transform per position
+    # gumbel
+    config.max_num_considered_actions = 16
+    config.gumbel_scale = 1.0
+    config.value_scale = 0.1  # qtransform_completed_by_mix_value settings
+    config.maxvisit_init = 50.0
+    config.rescale_values = True
+    config.use_mixed_value = True
+    # puct
+    config.pb_c_init = 1.25
+    config.pb_c_base = 19652.0
+    config.dirichlet_fraction = 0.25
+    config.dirichlet_alpha_scale = 10.0  # alpha = min(1, scale / number of legal moves)
+    return config
+
+
+def check_search_config(config: ml_collections.ConfigDict) -> None:
+    """Raise a one-line ``ValueError`` naming the first impossible setting."""
+    if config.variant not in VARIANTS:
+        raise ValueError(f"unknown search variant {config.variant!r}; choose from {', '.join(sorted(VARIANTS))}")
+    if int(config.num_simulations) < 1:
+        raise ValueError(f"search num_simulations must be >= 1, got {config.num_simulations}")
+    if int(config.max_depth) < 0:
+        raise ValueError(f"search max_depth must be >= 0 (0 = unlimited), got {config.max_depth}")
+    if int(config.max_num_considered_actions) < 1:
+        raise ValueError("search max_num_considered_actions must be >= 1")
+    if not 0.0 <= float(config.dirichlet_fraction) <= 1.0:
+        raise ValueError(f"search dirichlet_fraction must be in [0, 1], got {config.dirichlet_fraction}")
+
+
+# ---------------------------------------------------------------------------------------------
+# network evaluation
+# ---------------------------------------------------------------------------------------------
+def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
+    """Logits with illegal actions pushed to a large finite negative value (no NaN if none legal)."""
+    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
+
+
+def _pick(stacked: jax.Array, index: jax.Array) -> jax.Array:
+    """``stacked[index[b], b]`` for a leading axis of alternatives, without a gather."""
+    one_hot = index[None, :] == jnp.arange(stacked.shape[0])[:, None]
+    one_hot = one_hot.reshape(one_hot.shape + (1,) * (stacked.ndim - 2))
+    return jnp.sum(jnp.where(one_hot, stacked, 0), axis=0).astype(stacked.dtype)
+
+
+def evaluate(apply_fn: ApplyFn, variables: dict, states: State, game: Othello,
+             key: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+    """Masked prior logits ``[B, A]`` and value ``[B]`` of a batch of states (mover's view).
+
+    With a ``key``, each position is shown to the network under a random dihedral symmetry and
+    the policy is mapped back, which averages out orientation biases of the network.
+    """
+    obs = game.observation(states)
+    if key is None:
+        logits, value = apply_fn(variables, obs)
+    else:
+        k = jax.random.randint(key, obs.shape[:1], 0, NUM_SYMMETRIES)
+        views = jnp.stack([transform_grid(obs, j, axes=(-3, -2)) for j in range(NUM_SYMMETRIES)])
+        logits, value = apply_fn(variables, _pick(views, k))
+        back = jnp.stack([transform_policy(logits, inverse(j), game.size) for j in range(NUM_SYMMETRIES)])
+        logits = _pick(back, k)
+    return mask_logits(logits.astype(jnp.float32), game.legal_moves(states)), value.astype(jnp.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# the game as an mctx environment
+# ---------------------------------------------------------------------------------------------
+def step_materialized(game: Othello, state: State, action: jax.Array) -> State:
+    """``game.step`` whose result XLA must store before using it (skipped when all games are over).
+
+    Without this, XLA fuses the whole move generator into each consumer that broadcasts the new
+    state over squares (legal mask, observation, prior masking) and recomputes it once per
+    square: about 15x slower on CPU. ``optimization_barrier`` does not prevent that fusion on
+    CPU; a conditional's outputs are always materialised. Under ``vmap`` the predicate covers
+    the whole batch, so the conditional survives batching instead of becoming a select.
+    """
+
+    @jax.custom_batching.custom_vmap
+    def step(state: State, action: jax.Array) -> State:
+        return jax.lax.cond(jnp.all(state.terminal), lambda: state, lambda: game.step(state, action))
+
+    @step.def_vmap
+    def step_batched(axis_size, in_batched, state, action):
+        state_batched, action_batched = in_batched
+        expand = lambda x, batched: x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
+        state = jax.tree.map(expand, state, state_batched)
+        action = expand(action, action_batched)
+        out = step(state, action)  # the rules broadcast over the extra leading axis
+        return out, jax.tree.map(lambda _: True, out)
+
+    return step(state, action)
+
+
+def make_recurrent_fn(apply_fn: ApplyFn, game: Othello, symmetry: bool) -> mctx.RecurrentFn:
+    """mctx ``recurrent_fn`` stepping the real game; ``params`` are the network variables."""
+
+    def recurrent_fn(variables, key, action, state: State):
+        nxt = step_materialized(game, state, action)
+        ended_now = nxt.terminal & ~state.terminal
+        result, _ = game.outcome(nxt)  # for the side to move in nxt; the mover of `action` gets -result
+        logits, value = evaluate(apply_fn, variables, nxt, game, key if symmetry else None)
+        output = mctx.RecurrentFnOutput(
+            reward=jnp.where(ended_now, -result, 0).astype(jnp.float32),
+            discount=jnp.where(nxt.terminal, 0.0, -1.0).astype(jnp.float32),
+            prior_logits=logits,
+            value=jnp.where(nxt.terminal, 0.0, value),
+        )
+        return output, nxt
+
+    return recurrent_fn
+
+
+# ---------------------------------------------------------------------------------------------
+# variants
+# ---------------------------------------------------------------------------------------------
+class VariantOutput(NamedTuple):
+    """What a variant returns: the move to play greedily, the policy target and the tree."""
+
+    action: jax.Array
+    policy_target: jax.Array
+    tree: mctx.Tree
+
+
+def _qtransform(config: ml_collections.ConfigDict):
+    return functools.partial(
+        mctx.qtransform_completed_by_mix_value,
+        value_scale=float(config.value_scale),
+        maxvisit_init=float(config.maxvisit_init),
+        rescale_values=bool(config.rescale_values),
+        use_mixed_value=bool(config.use_mixed_value),
+    )
+
+
+def _max_depth(config: ml_collections.ConfigDict) -> int | None:
+    return int(config.max_depth) or None
+
+
+def _gumbel(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
+    """Gumbel MuZero: sequential halving at the root; target = improved policy."""
+    out = mctx.gumbel_muzero_policy(
+        variables, key, root, recurrent_fn,
+        num_simulations=int(config.num_simulations),
+        invalid_actions=invalid,
+        max_depth=_max_depth(config),
+        qtransform=_qtransform(config),
+        max_num_considered_actions=int(config.max_num_considered_actions),
+        gumbel_scale=float(config.gumbel_scale),
+    )
+    return VariantOutput(out.action, out.action_weights, out.search_tree)
+
+
+def dirichlet_noise(key: jax.Array, legal: jax.Array, alpha_scale: float) -> jax.Array:
+    """Dirichlet noise over each row's legal actions with alpha = min(1, scale / #legal)."""
+    num_legal = jnp.sum(legal, axis=-1, keepdims=True).astype(jnp.float32)
+    alpha = jnp.minimum(1.0, alpha_scale / jnp.maximum(num_legal, 1.0))
+    gamma = jax.random.gamma(key, jnp.broadcast_to(alpha, legal.shape))
+    gamma = jnp.where(legal, gamma, 0.0)
+    return gamma / jnp.maximum(jnp.sum(gamma, axis=-1, keepdims=True), jnp.finfo(jnp.float32).tiny)
+
+
+def _puct(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
+    """AlphaZero PUCT with root Dirichlet noise; target = root visit distribution."""
+    noise_key, search_key = jax.random.split(key)
+    legal = ~invalid
+    fraction = float(config.dirichlet_fraction)
+    noise = dirichlet_noise(noise_key, legal, float(config.dirichlet_alpha_scale))
+    probs = (1.0 - fraction) * jax.nn.softmax(root.prior_logits) + fraction * noise
+    root = root.replace(prior_logits=mask_logits(jnp.log(jnp.maximum(probs, 1e-30)), legal))
+    out = mctx.muzero_policy(
+        variables, search_key, root, recurrent_fn,
+        num_simulations=int(config.num_simulations),
+        invalid_actions=invalid,
+        max_depth=_max_depth(config),
+        dirichlet_fraction=0.0,  # noise added above, with a per-root alpha
+        pb_c_init=float(config.pb_c_init),
+        pb_c_base=float(config.pb_c_base),
+    )
+    visits = out.search_tree.children_visits[:, 0]
+    # most visited legal move; ties broken by the prior
+    score = jnp.where(legal, visits.astype(jnp.float32) + 1e-3 * jax.nn.softmax(root.prior_logits), -1.0)
+    return VariantOutput(jnp.argmax(score, axis=-1).astype(jnp.int32), out.action_weights, out.search_tree)
+
+
+VariantFn = Callable[..., VariantOutput]
+VARIANTS: dict[str, VariantFn] = {
+    "gumbel": _gumbel,
+    "puct": _puct,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# the entry point
+# ---------------------------------------------------------------------------------------------
+class SearchResult(NamedTuple):
+    """Search outcome for a batch of root states (leading axis B).
+
+    action: int32[B] move to play at zero temperature (legal unless the game is over).
+    policy_target: float32[B, A] training target (sums to 1 over legal actions).
+    root_value: float32[B] search value of the root, mover's view.
+    q: float32[B, A] root action values (mover's view; the root value where unvisited).
+    visit_counts: int32[B, A] root visit counts.
+    prior_logits: float32[B, A] the network's masked root logits.
+    network_value: float32[B] the network's root value.
+    legal: bool[B, A] legal actions at the root.
+    tree: the mctx tree (for harvesting extra training positions).
+    """
+
+    action: jax.Array
+    policy_target: jax.Array
+    root_value: jax.Array
+    q: jax.Array
+    visit_counts: jax.Array
+    prior_logits: jax.Array
+    network_value: jax.Array
+    legal: jax.Array
+    tree: mctx.Tree
+
+
+def run_search(config: ml_collections.ConfigDict, apply_fn: ApplyFn, variables: dict,
+               states: State, key: jax.Array, game: Othello) -> SearchResult:
+    """Search every root in the batch ``states`` (leading axis B) with the configured variant."""
+    check_search_config(config)
+    eval_key, search_key = jax.random.split(key)
+    symmetry = bool(config.symmetry)
+    logits, value = evaluate(apply_fn, variables, states, game, eval_key if symmetry else None)
+    legal = game.legal_moves(states)
+    root = mctx.RootFnOutput(prior_logits=logits, value=jnp.where(states.terminal, 0.0, value),
+                             embedding=states)
+    recurrent_fn = make_recurrent_fn(apply_fn, game, symmetry)
+    out = VARIANTS[config.variant](config, variables, search_key, root, recurrent_fn, ~legal)
+    tree = out.tree
+    summary = tree.summary()
+    visits = tree.children_visits[:, 0]
+    q = jnp.where(visits > 0, summary.qvalues, summary.value[:, None])
+    target = jnp.where(legal, out.policy_target, 0.0)
+    target = target / jnp.maximum(jnp.sum(target, axis=-1, keepdims=True), 1e-30)
+    return SearchResult(
+        action=out.action,
+        policy_target=target,
+        root_value=summary.value,
+        q=q,
+        visit_counts=visits,
+        prior_logits=logits,
+        network_value=value,
+        legal=legal,
+        tree=tree,
+    )
+
+
+def select_action(result: SearchResult, temperature: jax.Array | float, key: jax.Array) -> jax.Array:
+    """Sample from ``policy_target ** (1/T)`` where ``temperature > 0``, else the search's move."""
+    temperature = jnp.broadcast_to(jnp.asarray(temperature, jnp.float32), result.action.shape)
+    logp = jnp.log(jnp.maximum(result.policy_target, 1e-30)) / jnp.maximum(temperature, 1e-6)[:, None]
+    sampled = jax.random.categorical(key, jnp.where(result.legal, logp, -jnp.inf), axis=-1)
+    return jnp.where(temperature > 0, sampled.astype(jnp.int32), result.action)
