@@ -112,3 +112,27 @@ def test_functions_work_under_jit_vmap_and_shard_map():
 def test_no_64_bit_types_in_state():
     for leaf in jax.tree.leaves(Othello(8).init()):
         assert leaf.dtype.itemsize <= 4
+
+
+@pytest.mark.parametrize("size", [4, 6, 8])
+def test_native_policies_pick_legal_actions(size):
+    game = Othello(size)
+    rec = random_games(game, 256, seed=21)
+    from tests.test_symmetry import states_from_games
+    states, _ = states_from_games(game, rec, 256)
+    legal = np.asarray(game.legal_moves(states))
+    live = ~np.asarray(states.terminal)
+    first = np.asarray(jax.jit(game.first_legal_action)(states))
+    assert np.array_equal(first[live], legal.argmax(axis=-1)[live])
+    for seed in range(5):
+        picked = np.asarray(jax.jit(game.random_legal_action)(states, jax.random.key(seed)))
+        assert legal[np.arange(256), picked][live].all()
+
+
+def test_random_legal_action_is_uniform():
+    game = Othello(8)
+    batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (40000,) + x.shape), game.init())
+    picked = np.asarray(jax.jit(game.random_legal_action)(batch, jax.random.key(0)))
+    counts = np.bincount(picked, minlength=65)
+    assert set(np.nonzero(counts)[0]) == {19, 26, 37, 44}
+    assert np.all(np.abs(counts[[19, 26, 37, 44]] / 40000 - 0.25) < 0.015)  # > 6 sigma

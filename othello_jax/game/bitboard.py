@@ -169,3 +169,35 @@ def flips(mover: Bitboard, opponent: Bitboard, move: Bitboard, size: int) -> Bit
         run = Bitboard(jnp.where(closed, run.lo, U32(0)), jnp.where(closed, run.hi, U32(0)))
         flipped = run if flipped is None else flipped | run
     return flipped
+
+
+def _lowest_bit_index32(x: jax.Array) -> jax.Array:
+    """Index of the lowest set bit of a uint32 (32 when x == 0)."""
+    isolated = x & (~x + U32(1))
+    return jnp.where(x == 0, 32, 31 - jax.lax.clz(isolated).astype(jnp.int32))
+
+
+def lowest_square(b: Bitboard) -> jax.Array:
+    """Index of the lowest set square (64 when empty), without loops over squares."""
+    return jnp.where(b.lo != 0, _lowest_bit_index32(b.lo), 32 + _lowest_bit_index32(b.hi))
+
+
+def _select_bit32(x: jax.Array, k: jax.Array) -> jax.Array:
+    """Index of the k-th (0-based) set bit of a uint32, by binary search on popcounts."""
+    pos = jnp.zeros_like(k)
+    for width in (16, 8, 4, 2, 1):
+        low = (x >> pos.astype(U32)) & U32((1 << width) - 1)
+        count = jax.lax.population_count(low).astype(jnp.int32)
+        go_high = k >= count
+        k = jnp.where(go_high, k - count, k)
+        pos = jnp.where(go_high, pos + width, pos)
+    return pos
+
+
+def select_square(b: Bitboard, k: jax.Array) -> jax.Array:
+    """Index of the k-th (0-based) set square; k must be below ``popcount(b)``."""
+    k = jnp.asarray(k, jnp.int32)
+    in_lo = jax.lax.population_count(b.lo).astype(jnp.int32)
+    high = k >= in_lo
+    word = jnp.where(high, b.hi, b.lo)
+    return jnp.where(high, 32, 0) + _select_bit32(word, jnp.where(high, k - in_lo, k))

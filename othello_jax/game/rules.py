@@ -115,6 +115,26 @@ class Othello:
         can_pass = ~bb.any_set(state.legal) & ~state.terminal
         return jnp.concatenate([squares, can_pass[..., None]], axis=-1)
 
+    def action_of_square(self, square: jax.Array) -> jax.Array:
+        """Action of a square index (row * 8 + col); 64 (no square) maps to pass."""
+        square = jnp.asarray(square, jnp.int32)
+        return jnp.where(square < 64, (square // 8) * self.size + square % 8, self.pass_action)
+
+    def first_legal_action(self, state: State) -> jax.Array:
+        """The lowest-numbered legal action (pass when no placement), straight from the bitboard."""
+        return self.action_of_square(bb.lowest_square(state.legal))
+
+    def random_legal_action(self, state: State, key: jax.Array) -> jax.Array:
+        """A uniformly random legal action (pass when no placement), straight from the bitboard.
+
+        Much cheaper than sampling from the (N*N+1)-wide mask: one random word per game.
+        """
+        count = bb.popcount(state.legal)
+        bits = jax.random.bits(key, count.shape, jnp.uint32)
+        k = (bits % jnp.maximum(count, 1).astype(jnp.uint32)).astype(jnp.int32)
+        square = jnp.where(count > 0, bb.select_square(state.legal, k), 64)
+        return self.action_of_square(square)
+
     def is_terminal(self, state: State) -> jax.Array:
         return state.terminal
 
