@@ -15,6 +15,7 @@ devices: 1, 8 or many hosts (after ``jax.distributed.initialize()``) run the sam
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -24,7 +25,7 @@ import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from ml_collections import ConfigDict
 
-from othello_jax import replay
+from othello_jax import replay, selfplay
 from othello_jax.game import Othello
 from othello_jax.losses import l2_penalty, policy_cross_entropy, policy_entropy, value_mse, weighted_mean
 from othello_jax.model import AlphaZeroNet, NetworkConfig, make_network
@@ -32,6 +33,8 @@ from othello_jax.optimizers import learning_rate_schedule, make_optimizer
 from othello_jax.samples import Samples
 
 AXIS = "data"
+# self-play statistics that are counts (summed over lanes); the others are averaged
+COUNT_STATS = frozenset({"games", "positions", "harvested", "truncated_games"})
 
 # selfplay_fn(variables, key, resign_state) -> (samples with any leading axes, {name: scalar}, resign_state)
 SelfPlayFn = Callable[[dict, jax.Array, Any], tuple[Samples, dict, Any]]
@@ -267,7 +270,8 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
         (params, batch_stats, opt_state), history = jax.lax.scan(
             train_one, (ts.params, ts.batch_stats, ts.opt_state), jax.random.split(train_key, steps))
         metrics = {name: jnp.mean(values) for name, values in history.items()}
-        metrics.update({f"selfplay/{name}": jnp.mean(value) for name, value in stats.items()})
+        metrics.update({f"selfplay/{name}": jnp.sum(value) if name in COUNT_STATS else jnp.mean(value)
+                        for name, value in stats.items()})
         metrics.update({
             "positions": jnp.sum(buffer.total - ts.buffer.total),
             "buffer_fill": replay.fill_fraction(buffer),
@@ -314,3 +318,38 @@ class Setup:
 
     def iteration(self, config: ConfigDict, selfplay_fn: SelfPlayFn, example: TrainState):
         return make_iteration(config, self.game, self.net, self.optimizer, selfplay_fn, self.mesh, example)
+
+
+# ---------------------------------------------------------------------------------------------
+# self-play as the iteration calls it
+# ---------------------------------------------------------------------------------------------
+def make_selfplay_fn(config: ConfigDict, setup: Setup) -> SelfPlayFn:
+    """One lane's self-play: ``config.selfplay.num_games / lanes`` games searched with ``config.search``.
+
+    Returns game and harvested positions as one flat Samples batch, with the stats as a dict.
+    """
+    games = int(config.selfplay.num_games)
+    if games % setup.lanes:
+        raise ValueError(f"selfplay.num_games={games} must be a multiple of the {setup.lanes} replay lanes")
+    lane_config = ConfigDict(config.selfplay.to_dict())
+    lane_config.num_games = games // setup.lanes
+    selfplay.check_selfplay_config(lane_config)
+    apply_fn = functools.partial(setup.net.apply, train=False)
+
+    def play(variables, key, resign):
+        out, stats, resign = selfplay.play_games(lane_config, setup.game, apply_fn, variables, key, resign,
+                                                 search_config=config.search)
+        return out.training_samples(), stats._asdict(), resign
+
+    return play
+
+
+def initial_resign_state(config: ConfigDict) -> Any:
+    """Self-play's resignation state for one lane (``Setup.init_state`` copies it to every lane)."""
+    return selfplay.initial_resign_state(config.selfplay)
+
+
+def network_evaluations(config: ConfigDict, game: Othello) -> int:
+    """Network evaluations one iteration's self-play computes (every game searched every ply)."""
+    plies = selfplay.num_plies(config.selfplay, game)
+    return plies * int(config.selfplay.num_games) * (int(config.search.num_simulations) + 1)

@@ -149,3 +149,58 @@ def test_state_without_buffer_restores_a_fresh_buffer(setup, saved_run, tmp_path
     assert trees_equal(restored.params, trained.params)
     assert int(restored.buffer.size.sum()) == 0 and int(trained.buffer.size.sum()) > 0
     ckpts.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# a real training process killed mid-run resumes to the same parameters
+# ---------------------------------------------------------------------------------------------
+REPO = Path(__file__).resolve().parents[1]
+TINY = ["--config=experiments/configs/tiny_test.py", "--config.iterations=12", "--config.checkpoint.every=1"]
+
+
+def train_process(workdir: Path) -> "subprocess.Popen":
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
+    return subprocess.Popen([sys.executable, "-m", "experiments.train", f"--workdir={workdir}", *TINY],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_killed_run_resumes_to_the_same_parameters(tmp_path):
+    import json
+    import signal
+    import time
+
+    killed = tmp_path / "killed"
+    proc = train_process(killed)
+    deadline = time.time() + 600
+    while not (killed / "checkpoints" / "2" / "commit_success.txt").exists():
+        assert proc.poll() is None, proc.stdout.read()[-2000:]
+        assert time.time() < deadline, "no second checkpoint within 10 minutes"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    steps_at_kill = sorted(int(p.name) for p in (killed / "checkpoints").iterdir() if p.name.isdigit())
+    assert steps_at_kill and max(steps_at_kill) < 12, "the run finished before it was killed"
+
+    resumed = train_process(killed)
+    out_resumed, _ = resumed.communicate(timeout=900)
+    assert resumed.returncode == 0, out_resumed[-2000:]
+    assert "resumed" in out_resumed
+
+    straight = tmp_path / "straight"
+    full = train_process(straight)
+    out_full, _ = full.communicate(timeout=900)
+    assert full.returncode == 0, out_full[-2000:]
+
+    _, a, _ = checkpoint.load_agent_variables(killed)
+    _, b, _ = checkpoint.load_agent_variables(straight)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-6, atol=1e-7)
+    # the metrics log has each iteration exactly once, and matches the uninterrupted run
+    logged = [json.loads(line) for line in (killed / "metrics.jsonl").read_text().splitlines()]
+    reference = [json.loads(line) for line in (straight / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in logged] == list(range(1, 13))
+    np.testing.assert_allclose([r["loss"] for r in logged], [r["loss"] for r in reference], rtol=1e-5)
