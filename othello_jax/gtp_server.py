@@ -144,6 +144,9 @@ class GtpEngine:
             return format_response(command.id, handler(command.args))
         except GtpError as error:
             return format_response(command.id, str(error), ok=False)
+        except Exception as error:  # keep serving: the controller gets a one-line failure
+            first = (str(error).strip().splitlines() or [""])[0]
+            return format_response(command.id, f"internal error: {type(error).__name__}: {first}", ok=False)
 
     @property
     def commands(self) -> list[str]:
@@ -165,6 +168,10 @@ class GtpEngine:
         size = int(args[0])
         if size not in self.sizes:
             raise GtpError(f"unacceptable size: {size} (this engine plays {', '.join(map(str, self.sizes))})")
+        try:
+            self._agent(Othello(size))
+        except ValueError as error:  # the agent cannot play this size
+            raise GtpError(f"unacceptable size: {error}") from None
         self.session = GameSession(Othello(size))
         self._auto_passes.clear()
         return ""
@@ -199,7 +206,7 @@ class GtpEngine:
         except IllegalMove as error:
             raise GtpError(f"illegal move: {error}") from None
         self._key, key = jax.random.split(self._key)
-        action = agent_action(self._agent(), self.session.state, key)
+        action = agent_action(self._agent(self.session.game), self.session.state, key)
         try:
             self.session.play(action)
         except IllegalMove as error:
@@ -237,11 +244,17 @@ class GtpEngine:
         self.session.undo(len(self.session.actions) - plies)
         self._auto_passes = {ply for ply in self._auto_passes if ply < plies}
 
-    def _agent(self) -> Any:
-        size = self.session.game.size
-        if size not in self._agents:
-            self._agents[size] = self.make_agent(self.session.game)
-        return self._agents[size]
+    def _agent(self, game: Othello) -> Any:
+        if game.size not in self._agents:
+            self._agents[game.size] = self.make_agent(game)
+        return self._agents[game.size]
+
+    def close(self) -> None:
+        """Release the agents' resources (e.g. external engine processes)."""
+        for agent in self._agents.values():
+            if getattr(agent, "close", None) is not None:
+                agent.close()
+        self._agents.clear()
 
 
 def _expect(args: tuple[str, ...], count: int, usage: str) -> None:
@@ -251,12 +264,15 @@ def _expect(args: tuple[str, ...], count: int, usage: str) -> None:
 
 def serve(engine: GtpEngine, stdin: TextIO, stdout: TextIO) -> int:
     """Answer commands from ``stdin`` until ``quit`` or end of input; returns an exit code."""
-    for line in stdin:
-        response = engine.handle(line)
-        if response is None:
-            continue
-        stdout.write(response)
-        stdout.flush()
-        if engine.finished:
-            break
+    try:
+        for line in stdin:
+            response = engine.handle(line)
+            if response is None:
+                continue
+            stdout.write(response)
+            stdout.flush()
+            if engine.finished:
+                break
+    finally:
+        engine.close()
     return 0

@@ -11,9 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from othello_jax.agents import playing_search_config
 from othello_jax.analysis import Analyzer, format_analysis
 from othello_jax.checkpoint import load_agent_variables
-from othello_jax.commands import agent_options, analyze
+from othello_jax.commands import analyze
 from othello_jax.game import Othello, play_transcript, square_name
 from othello_jax.model import make_network
 from tests.tiny_checkpoint import save_tiny_checkpoint
@@ -28,7 +29,7 @@ def test_analysis_matches_the_network_and_counts_every_simulation(checkpoint):
     network, variables, size = load_agent_variables(checkpoint)
     game, net = Othello(size), make_network(size, network)
     analyzer = Analyzer(game, functools.partial(net.apply, train=False), variables,
-                        agent_options.search_config("gumbel", 12))
+                        playing_search_config("gumbel", 12))
     state, _ = play_transcript("b1", game)
     analysis = analyzer.analyze(state, jax.random.PRNGKey(0))
 

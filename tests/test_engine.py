@@ -143,3 +143,26 @@ def test_serve_stops_at_quit_and_answers_each_command():
     out = io.StringIO()
     assert serve(GtpEngine(first_legal_agent), io.StringIO(commands), out) == 0
     assert out.getvalue() == "=1 othello-jax\n\n=2\n\n=3\n\n"
+
+
+def test_agent_failures_become_protocol_errors_and_the_engine_keeps_serving():
+    def broken(game):
+        def act(state, key):
+            raise RuntimeError("device lost\nmore detail")
+        return types.SimpleNamespace(name="broken", act=act)
+
+    engine = GtpEngine(broken)
+    assert reply(engine, "3 genmove b") == "?3 internal error: RuntimeError: device lost\n\n"
+    assert engine.session.actions == []
+    assert reply(engine, "4 name") == "=4 othello-jax\n\n"
+
+
+def test_boardsize_refused_when_the_agent_cannot_play_it():
+    def only_eight(game):
+        if game.size != 8:
+            raise ValueError(f"the checkpoint plays 8x8, not {game.size}x{game.size}")
+        return first_legal_agent(game)
+
+    engine = GtpEngine(only_eight)
+    assert reply(engine, "boardsize 6") == "? unacceptable size: the checkpoint plays 8x8, not 6x6\n\n"
+    assert engine.session.game == Othello(8)

@@ -42,35 +42,21 @@ def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True) -> 
                                                             "checkpoint's, else 8)")
 
 
-def search_config(variant: str, sims: int):
-    """Search settings for playing (not training): the best move, no exploration noise."""
-    from othello_jax.search import check_search_config, default_search_config
-
-    config = default_search_config()
-    config.variant = variant
-    config.num_simulations = sims
-    config.gumbel_scale = 0.0
-    config.dirichlet_fraction = 0.0
-    try:
-        check_search_config(config)
-    except ValueError as error:
-        raise AgentOptionError(str(error)) from None
-    return config
-
-
 def network_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Player:
     """A trained network from a checkpoint, searching ``sims`` simulations per move."""
+    from othello_jax.agents import playing_search_config
     from othello_jax.analysis import Analyzer, SearchingAgent, format_summary
     from othello_jax.checkpoint import CheckpointError, load_agent_variables
     from othello_jax.model import make_network
 
     try:
         network, variables, size = load_agent_variables(checkpoint)
-    except CheckpointError as error:
+        config = playing_search_config(variant, sims)
+    except (CheckpointError, ValueError) as error:
         raise AgentOptionError(str(error)) from None
     game = Othello(size)
     net = make_network(size, network)
-    analyzer = Analyzer(game, functools.partial(net.apply, train=False), variables, search_config(variant, sims))
+    analyzer = Analyzer(game, functools.partial(net.apply, train=False), variables, config)
     agent = SearchingAgent(analyzer, name=f"network, {sims} sims")
 
     def make_agent(wanted: Othello) -> Any:
@@ -84,8 +70,9 @@ def network_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Playe
 
 def spec_player(spec: str, size: int) -> Player:
     """Any agent spec understood by the evaluation module (built per board size)."""
-    from othello_jax.gtp import parse_agent
+    from othello_jax.agents import parse_agent
 
+    @functools.lru_cache(maxsize=None)
     def make_agent(game: Othello) -> Any:
         try:
             return parse_agent(spec, game)
