@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("othello_jax.commands.analyze", "a network's policy, value and search visits for a position"),
     "train": ("othello_jax.commands.train", "train or resume a self-play run from a config (--config, --workdir)"),
     "plot": ("othello_jax.commands.plot", "draw a run's training curves (metrics.jsonl) to a PNG"),
+    "eval": ("othello_jax.commands.eval", "a match between two agents (specs), colours swapped per opening"),
 }
 
 
