@@ -57,18 +57,6 @@ def move_order_masks(size: int) -> tuple[int, ...]:
     return tuple(m for m in (corner, edge, inside, c_sq, x_sq) if m)
 
 
-def _lowest_bit(b: bb.Bitboard) -> tuple[bb.Bitboard, jax.Array]:
-    """(single-bit board of the lowest set square, its square index); empty board -> (0, 64)."""
-    lo_bit = b.lo & (~b.lo + jnp.uint32(1))
-    hi_bit = b.hi & (~b.hi + jnp.uint32(1))
-    use_lo = b.lo != 0
-    bit = bb.Bitboard(lo_bit, jnp.where(use_lo, jnp.uint32(0), hi_bit))
-    lo_index = jax.lax.population_count(lo_bit - jnp.uint32(1)).astype(jnp.int32)
-    hi_index = 32 + jax.lax.population_count(hi_bit - jnp.uint32(1)).astype(jnp.int32)
-    index = jnp.where(use_lo, lo_index, jnp.where(b.hi != 0, hi_index, PASS_SQUARE))
-    return bit, index
-
-
 def _next_move(todo: bb.Bitboard, size: int) -> tuple[bb.Bitboard, jax.Array]:
     """The next placement to try: the lowest square of the first non-empty ordering class."""
     chosen = bb.constant(0, todo.lo.shape)
@@ -78,13 +66,8 @@ def _next_move(todo: bb.Bitboard, size: int) -> tuple[bb.Bitboard, jax.Array]:
         take = ~found & bb.any_set(candidates)
         chosen = bb.where(take, candidates, chosen)
         found = found | take
-    return _lowest_bit(chosen)
-
-
-def square_to_action(square: jax.Array, size: int) -> jax.Array:
-    """Search square code (row * 8 + col, 64 = pass) -> game action (row * size + col, size**2 = pass)."""
-    action = (square // 8) * size + square % 8
-    return jnp.where(square == PASS_SQUARE, size * size, action).astype(jnp.int32)
+    square = bb.lowest_square(chosen)  # 64 when there is none
+    return bb.square_bit(square), square
 
 
 def materialize(tree):
@@ -197,4 +180,4 @@ def search(states: State, game: Othello, depth: int) -> tuple[jax.Array, jax.Arr
     root_value = out.stack.best[0]
     final = heuristic.final_value(states.mover, states.opponent, size)
     value = jnp.where(states.terminal, final, root_value)
-    return square_to_action(out.best_move, size), value, out.iterations
+    return game.action_of_square(out.best_move), value, out.iterations

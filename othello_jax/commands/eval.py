@@ -1,0 +1,90 @@
+"""`othello-jax eval`: a match between two agents, each opening played with both colours.
+
+    othello-jax eval --black=alphabeta:depth=3 --white=greedy --games=200
+    othello-jax eval --black="net:ckpt=runs/o8,sims=64" --white='gtp:cmd="edax -gtp -l 4"' \\
+        --games=100 --openings=../shared/data/xot/openingslarge.txt --save-games=games.txt
+
+``--black`` names the first player (black in the first game of every opening, white in the
+second). Agent specs are described in :func:`othello_jax.agents.parse_agent`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import jax
+
+from othello_jax.agents import AgentSpecError, parse_agent
+from othello_jax.arena import ArenaError, format_summary, match_openings, play_match
+from othello_jax.game import SIZES, Othello
+from othello_jax.gtp import EngineError
+from othello_jax.openings import OpeningError
+
+SPEC_HELP = ("agent spec: random | greedy | alphabeta:depth=D | mcts:sims=S[,rollouts=R] | "
+             "net:ckpt=PATH[,sims=S,search=gumbel|puct,temp=T] | net:preset=tiny|small|... | "
+             'gtp:cmd="ENGINE ARGS"[,timeout=SEC]; any with ,solve=E (exact play at <= E empties)')
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="othello-jax eval", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--black", required=True, help="first player; " + SPEC_HELP)
+    parser.add_argument("--white", required=True, help="second player (same spec syntax)")
+    parser.add_argument("--games", type=int, default=100, help="games in all, even (default 100)")
+    parser.add_argument("--openings", help="file of opening transcripts, one per line (e.g. the XOT list); "
+                                           "a random sample of games/2 of them is played")
+    parser.add_argument("--random-plies", type=int, help="generate near-even openings of this many plies "
+                                                         "(default when no --openings: 2/4/6 on 4/6/8 boards)")
+    parser.add_argument("--size", type=int, default=8, help="board size 4, 6 or 8 (default 8)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (openings, random agents)")
+    parser.add_argument("--batch", type=int, default=0, help="openings played at a time (default: all)")
+    parser.add_argument("--save-games", help="write every game's transcript and result to this file")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+
+    def fail(message: str, code: int = 2) -> int:
+        print(f"othello-jax eval: error: {message}", file=sys.stderr)
+        return code
+
+    if args.size not in SIZES:
+        return fail(f"--size must be one of {', '.join(map(str, SIZES))}, got {args.size}")
+    if args.openings and args.random_plies is not None:
+        return fail("give at most one of --openings and --random-plies")
+    if args.random_plies is not None and args.random_plies < 0:
+        return fail(f"--random-plies must be >= 0, got {args.random_plies}")
+    if args.batch < 0:
+        return fail(f"--batch must be >= 0, got {args.batch}")
+    game = Othello(args.size)
+    open_key, play_key = jax.random.split(jax.random.PRNGKey(args.seed))
+    try:
+        lines = match_openings(game, args.games, open_key, args.openings, args.random_plies)
+    except (ArenaError, OpeningError) as error:
+        return fail(str(error))
+    agents = []
+    try:
+        for option, spec in (("--black", args.black), ("--white", args.white)):
+            try:
+                agents.append(parse_agent(spec, game))
+            except AgentSpecError as error:
+                return fail(f"{option}: {error}")
+        first, second = agents
+        source = args.openings or f"{len(lines[0])}-ply near-even openings"
+        print(f"{args.games} games on {args.size}x{args.size}: {first.name} vs {second.name} ({source})", flush=True)
+        progress = lambda done, total: print(f"  {done}/{total} games", flush=True)
+        try:
+            result = play_match(game, first, second, lines, play_key, batch_size=args.batch or None,
+                                 progress=progress if args.batch else None)
+        except (ArenaError, EngineError) as error:  # engine failures, illegal moves
+            return fail(str(error), code=1)
+        print(format_summary(result.summary(), result.seconds, result.compile_seconds))
+        if args.save_games:
+            result.save_games(args.save_games)
+            print(f"games saved to {args.save_games}")
+        return 0
+    finally:
+        for agent in agents:
+            if agent.close is not None:
+                agent.close()
