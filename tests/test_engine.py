@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import io
+import os
+import re
+import shlex
+import subprocess
+import sys
 import types
+from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from othello_jax.agents import parse_agent
+from othello_jax.arena import match_openings, play_match
 from othello_jax.game import Othello, parse_board, play_transcript
+from othello_jax.gtp import gtp_agent
 from othello_jax.gtp_server import GtpEngine, format_response, parse_command, serve
+from tests.tiny_checkpoint import save_tiny_checkpoint
 
 
 def first_legal_agent(game: Othello):
@@ -166,3 +177,75 @@ def test_boardsize_refused_when_the_agent_cannot_play_it():
     engine = GtpEngine(only_eight)
     assert reply(engine, "boardsize 6") == "? unacceptable size: the checkpoint plays 8x8, not 6x6\n\n"
     assert engine.session.game == Othello(8)
+
+
+# ---- the real command, as a subprocess ----------------------------------------------------
+REPO = Path(__file__).resolve().parents[1]
+ENGINE = [sys.executable, "-m", "othello_jax.cli", "engine", "--protocol=gtp"]
+
+
+def engine_command(*options: str) -> str:
+    return shlex.join(ENGINE + list(options))
+
+
+@pytest.fixture
+def repo_on_path(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+
+
+def test_engine_subprocess_answers_malformed_commands_with_protocol_errors(repo_on_path):
+    conversation = ["1 protocol_version", "2 boardsize 4", "3 frobnicate", "4 play b z9", "5 play b", "genmove",
+                    "6 play w b1", "7 play b b1", "8 genmove w", "9 undo", "10 undo", "11 undo", "12 quit"]
+    result = subprocess.run(ENGINE + ["--agent=random"], input="\n".join(conversation) + "\n", capture_output=True,
+                            text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    responses = result.stdout.split("\n\n")
+    assert responses[-1] == ""  # every response ends with a blank line
+    responses = responses[:-1]
+    assert len(responses) == len(conversation)
+    assert responses[0] == "=1 2" and responses[1] == "=2"
+    assert responses[2] == "?3 unknown command: frobnicate"
+    assert responses[3].startswith("?4 syntax error") and responses[4].startswith("?5 syntax error")
+    assert responses[5].startswith("? syntax error")
+    assert responses[6] == "?6 illegal move: it is black's turn"
+    assert responses[7] == "=7"
+    assert re.fullmatch(r"=8 [a-d][1-4]", responses[8]), responses[8]
+    assert responses[9] == "=9" and responses[10] == "=10"
+    assert responses[11] == "?11 cannot undo: no moves played"
+    assert responses[12] == "=12"
+
+
+def test_engine_plays_the_arena_gtp_agent_move_for_move_like_in_process(repo_on_path):
+    """alphabeta:1 served over GTP plays exactly the games it plays in process (both sides are
+    deterministic), through the arena's GTP client, on 4x4 with every opening twice."""
+    game = Othello(4)
+    lines = match_openings(game, 6, jax.random.PRNGKey(3))
+    opponent = parse_agent("alphabeta:2", game)
+    served = gtp_agent(engine_command("--agent=alphabeta:1"), game, timeout=300)
+    try:
+        over_gtp = play_match(game, served, opponent, lines, jax.random.PRNGKey(0))
+    finally:
+        served.close()
+    direct = play_match(game, parse_agent("alphabeta:1", game), opponent, lines, jax.random.PRNGKey(0))
+    assert [r.actions for r in over_gtp.records()] == [r.actions for r in direct.records()]
+    for record in over_gtp.records():
+        final, _ = play_transcript(record.transcript(4), game)
+        assert bool(final.terminal)
+        sign, diff = game.outcome(final)
+        assert record.black_disc_diff == (int(diff) if int(final.color) == 0 else -int(diff))
+
+
+def test_a_served_checkpoint_plays_full_games_through_the_arena(repo_on_path, tmp_path):
+    game = Othello(4)
+    checkpoint = save_tiny_checkpoint(tmp_path, board_size=4)
+    served = gtp_agent(engine_command(f"--checkpoint={checkpoint}", "--sims=4"), game, timeout=300)
+    try:
+        result = play_match(game, served, parse_agent("greedy", game), match_openings(game, 2, jax.random.PRNGKey(1)),
+                            jax.random.PRNGKey(0))
+    finally:
+        served.close()
+    summary = result.summary()
+    assert summary.games == 2 and summary.wins + summary.draws + summary.losses == 2
+    for record in result.records():
+        final, _ = play_transcript(record.transcript(4), game)
+        assert bool(final.terminal)
