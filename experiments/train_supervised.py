@@ -1,0 +1,39 @@
+"""Train the AlphaZero network on WThor expert moves (supervised baseline).
+
+    python -m experiments.train_supervised --config=experiments/configs/supervised.py:cpu --workdir=runs/sl_cpu
+
+Progress goes to the console and ``WORKDIR/metrics.jsonl``; networks to ``WORKDIR/checkpoints``
+(latest) and ``WORKDIR/best`` (best held-out top-1), loadable by ``othello-jax accuracy`` and by
+agents like any training checkpoint.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from absl import app, flags, logging
+from ml_collections import config_flags
+
+from othello_jax import supervised
+from othello_jax.checkpoint import CheckpointError
+from othello_jax.data.wthor import WthorError
+
+_CONFIG = config_flags.DEFINE_config_file("config", "experiments/configs/supervised.py", "supervised config file")
+_WORKDIR = flags.DEFINE_string("workdir", None, "directory for metrics and checkpoints", required=True)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) > 1:
+        print(f"train_supervised: unexpected arguments {argv[1:]}", file=sys.stderr)
+        return 2
+    logging.set_verbosity(logging.WARNING)  # keep the console to progress lines
+    try:
+        supervised.run(_CONFIG.value, _WORKDIR.value, log=lambda line: print(line, flush=True))
+    except (ValueError, WthorError, CheckpointError) as error:
+        print(f"train_supervised: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    app.run(lambda argv: sys.exit(main(argv)))

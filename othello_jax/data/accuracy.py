@@ -1,0 +1,114 @@
+"""Move-prediction accuracy of any policy on expert positions, overall and by game stage.
+
+A prediction is the highest-scoring *legal* move (illegal logits are ignored, so networks
+trained with masked losses are judged fairly). Top-k counts a row as a hit when the expert's
+move is among the k best legal moves. Rows are the de-duplicated (position, move) pairs of
+:mod:`othello_jax.data.expert`, each counted once.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from othello_jax.game import Othello
+from othello_jax.data.expert import ExpertPositions, stage, take, to_state
+
+# (variables, obs float32[B, N, N, 2]) -> policy logits float32[B, N*N+1]
+PolicyFn = Callable[[Any, jax.Array], jax.Array]
+DEFAULT_STAGES: tuple[tuple[int, int], ...] = ((0, 19), (20, 39), (40, 59))
+TOP_K = (1, 3)
+
+
+def target_rank(logits: jax.Array, legal: jax.Array, action: jax.Array) -> jax.Array:
+    """Number of legal actions scored strictly above the target action (0 = top-1 hit)."""
+    masked = jnp.where(legal, logits, -jnp.inf)
+    target = jnp.take_along_axis(masked, action[..., None].astype(jnp.int32), axis=-1)
+    return jnp.sum(masked > target, axis=-1).astype(jnp.int32)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _ranks(policy_fn: PolicyFn, variables: Any, rows: ExpertPositions, game: Othello) -> jax.Array:
+    state = to_state(rows, game)
+    logits = policy_fn(variables, game.observation(state))
+    return target_rank(logits, game.legal_moves(state), jnp.asarray(rows.action, jnp.int32))
+
+
+@functools.lru_cache(maxsize=None)
+def network_policy(net) -> PolicyFn:
+    """The policy logits of a flax network in inference mode, as a :data:`PolicyFn` (one per
+    network, so repeated evaluations reuse the compiled code)."""
+    return functools.partial(_network_logits, net)
+
+
+def _network_logits(net, variables: Any, obs: jax.Array) -> jax.Array:
+    return net.apply(variables, obs, train=False)[0]
+
+
+def ranks(policy_fn: PolicyFn, variables: Any, rows: ExpertPositions, batch_size: int = 4096,
+          progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """Rank of the expert move for every row, evaluated in fixed-size batches.
+
+    ``policy_fn`` is a static (hashable) function; ``variables`` its traced parameters, so a
+    new set of weights reuses the compiled code.
+    """
+    game = Othello(8)
+    out = []
+    for start in range(0, rows.size, batch_size):
+        index = np.arange(start, start + batch_size) % max(rows.size, 1)  # pad by wrapping
+        batch = take(rows, index)
+        out.append(np.asarray(_ranks(policy_fn, variables, batch, game))[: min(batch_size, rows.size - start)])
+        if progress is not None:
+            progress(min(start + batch_size, rows.size), rows.size)
+    return np.concatenate(out) if out else np.zeros(0, np.int32)
+
+
+def summarize(rank: np.ndarray, rows: ExpertPositions,
+              stages: Sequence[tuple[int, int]] = DEFAULT_STAGES) -> dict:
+    """Top-k accuracies overall, by stage (moves played before the position), and split into
+    positions also seen in training vs novel ones."""
+    rank = np.asarray(rank)
+    moves_played = np.asarray(stage(rows))
+
+    def scores(mask: np.ndarray) -> dict:
+        n = int(mask.sum())
+        result = {"positions": n}
+        for k in TOP_K:
+            result[f"top{k}"] = float(np.mean(rank[mask] < k)) if n else float("nan")
+        return result
+
+    everything = np.ones(rank.shape, bool)
+    return {
+        **scores(everything),
+        "by_stage": {f"{lo}-{hi}": scores((moves_played >= lo) & (moves_played <= hi)) for lo, hi in stages},
+        "seen_in_train": scores(np.asarray(rows.in_train)),
+        "novel": scores(~np.asarray(rows.in_train)),
+    }
+
+
+def subsample(rows: ExpertPositions, limit: int, seed: int = 0) -> ExpertPositions:
+    """A fixed random subset of at most ``limit`` rows (0 = all), for quicker evaluation."""
+    if not limit or limit >= rows.size:
+        return rows
+    index = np.sort(np.random.default_rng(seed).choice(rows.size, limit, replace=False))
+    return take(rows, index)
+
+
+def format_report(result: dict) -> str:
+    """A small text table of :func:`summarize`'s output."""
+    header = f"{'positions':<14}{'count':>9}" + "".join(f"{f'top-{k}':>9}" for k in TOP_K)
+    lines = [header]
+
+    def line(name: str, r: dict) -> None:
+        lines.append(f"{name:<14}{r['positions']:>9}" + "".join(f"{100 * r[f'top{k}']:>8.1f}%" for k in TOP_K))
+
+    line("all", result)
+    for name, r in result["by_stage"].items():
+        line(f"moves {name}", r)
+    line("seen in train", result["seen_in_train"])
+    line("novel", result["novel"])
+    return "\n".join(lines)
