@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("othello_jax.commands.train", "train or resume a self-play run from a config (--config, --workdir)"),
     "plot": ("othello_jax.commands.plot", "draw a run's training curves (metrics.jsonl) to a PNG"),
     "eval": ("othello_jax.commands.eval", "a match between two agents (specs), colours swapped per opening"),
+    "accuracy": ("othello_jax.commands.accuracy", "top-1/top-3 expert-move prediction of a checkpoint on held-out WThor games"),
 }
 
 

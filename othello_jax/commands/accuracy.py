@@ -1,0 +1,91 @@
+"""`othello-jax accuracy`: how often a network's policy picks the expert's move.
+
+    othello-jax accuracy --checkpoint=runs/sl_cpu
+    othello-jax accuracy --checkpoint=runs/o8/best --positions=50000 --json
+
+Held-out positions are the de-duplicated (position, move) pairs of the WThor games from
+``--test-from-year`` on (built once and cached). The network's prediction is its
+highest-scoring legal move; top-3 counts the expert move among its three best. Works for any
+checkpoint that ``othello_jax.checkpoint.load_agent_variables`` reads (supervised or self-play).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_WTHOR = os.environ.get("OTHELLO_JAX_WTHOR", "../shared/data/wthor")
+DEFAULT_CACHE = "~/.cache/othello-jax"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="othello-jax accuracy", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", required=True,
+                        help="a training workdir (latest checkpoint), WORKDIR/best, or one step directory")
+    parser.add_argument("--wthor", default=DEFAULT_WTHOR,
+                        help=f"WThor directory with WTH_YYYY.wtb files (default {DEFAULT_WTHOR}; env OTHELLO_JAX_WTHOR)")
+    parser.add_argument("--cache-dir", default=DEFAULT_CACHE,
+                        help=f"where the built dataset is cached (default {DEFAULT_CACHE}; '' to disable)")
+    parser.add_argument("--test-from-year", type=int, default=2015, help="held-out games: this year on (default 2015)")
+    parser.add_argument("--positions", type=int, default=0,
+                        help="evaluate a fixed random subset of this many positions (default 0 = all)")
+    parser.add_argument("--batch-size", type=int, default=4096, help="positions per network call (default 4096)")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+
+    def fail(message: str) -> int:
+        print(f"othello-jax accuracy: error: {message}", file=sys.stderr)
+        return 2
+
+    if args.positions < 0:
+        return fail(f"--positions must be >= 0, got {args.positions}")
+    if args.batch_size < 1:
+        return fail(f"--batch-size must be >= 1, got {args.batch_size}")
+    if not Path(args.wthor).expanduser().is_dir():
+        return fail(f"WThor database not found at {args.wthor}; pass --wthor=DIR")
+
+    from othello_jax.checkpoint import CheckpointError, load_agent_variables
+    from othello_jax.data import accuracy, expert
+    from othello_jax.data.wthor import WthorError
+    from othello_jax.model import make_network
+
+    try:
+        network_config, variables, size = load_agent_variables(args.checkpoint)
+    except CheckpointError as error:
+        return fail(str(error))
+    if size != 8:
+        return fail(f"the checkpoint holds a {size}x{size} network; expert games are 8x8")
+    progress = None if args.json else _progress
+    try:
+        data = expert.load_expert_data(Path(args.wthor).expanduser(), args.test_from_year,
+                                       args.cache_dir or None, progress=progress)
+    except (WthorError, ValueError) as error:
+        return fail(str(error))
+    rows = accuracy.subsample(data.test, args.positions)
+    if rows.size == 0:
+        return fail(f"no held-out games from {args.test_from_year} on in {args.wthor}")
+    net = make_network(size, network_config)
+    started = time.time()
+    rank = accuracy.ranks(accuracy.network_policy(net), variables, rows, args.batch_size, progress)
+    result = accuracy.summarize(rank, rows)
+    if args.json:
+        print(json.dumps({"checkpoint": args.checkpoint, "network": str(network_config), **result}))
+        return 0
+    print(f"\r{' ' * 40}\r", end="", file=sys.stderr)
+    print(f"{args.checkpoint}: {network_config}")
+    print(f"held-out WThor games from {args.test_from_year}: {rows.size} (position, move) pairs "
+          f"evaluated in {time.time() - started:.0f}s")
+    print(accuracy.format_report(result))
+    return 0
+
+
+def _progress(done: int, total: int) -> None:
+    print(f"\r  {done}/{total}", end="", file=sys.stderr, flush=True)
