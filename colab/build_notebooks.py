@@ -29,6 +29,7 @@ def parameters(extra: str) -> str:
     """The first code cell: settings to edit (tagged "parameters" for papermill)."""
     return f'''# Settings: edit, then Runtime > Run all.
 import os
+import sys
 
 REPO_URL = "https://github.com/{GITHUB_REPO}"  # where to pip-install othello-jax from
 BRANCH = "main"  # branch, tag or commit to install
@@ -147,6 +148,231 @@ game
 
 
 # ---------------------------------------------------------------------------------------------
+# train.ipynb
+# ---------------------------------------------------------------------------------------------
+TEST_WORKDIR = 'os.path.join(os.environ.get("OTHELLO_JAX_NOTEBOOK_WORKDIR", "/tmp/othello-jax-notebooks"), "run")'
+
+
+def train_notebook() -> nbformat.NotebookNode:
+    cells = [
+        new_markdown_cell(f"""# Train othello-jax
+
+{badge("train.ipynb")}
+
+Trains an AlphaZero Othello agent from zero: self-play with Monte-Carlo tree search, a replay
+buffer and gradient steps, all in one compiled function. Pick a TPU runtime (Runtime > Change
+runtime type) for 8x8; a GPU works, and on CPU the notebook trains 6x6.
+
+The run lives in a local workdir and is mirrored to Google Drive, so **running the notebook
+again after a disconnect resumes** from the last checkpoint."""),
+        new_code_cell(parameters(f'''
+WORKDIR = "/content/runs/othello"  # local run directory (fast disk)
+DRIVE_MIRROR = "/content/drive/MyDrive/othello-jax/runs/othello"  # "" to keep the run local only
+MIRROR_EVERY_MINUTES = 5
+CONFIG = "auto"  # "auto" picks by platform, or a file name in experiments/configs/ (e.g. "othello6_cpu")
+OVERRIDES = {{}}  # any setting, e.g. {{"iterations": 200, "search.num_simulations": 64}}
+if TEST_MODE:
+    WORKDIR = {TEST_WORKDIR}
+    DRIVE_MIRROR = WORKDIR + "-mirror"  # a local folder stands in for Google Drive
+    CONFIG, OVERRIDES = "tiny_test", {{"iterations": 2}}
+'''), metadata={"tags": ["parameters"]}),
+        new_code_cell(INSTALL),
+        new_markdown_cell("## Platform and configuration"),
+        new_code_cell('''import importlib
+
+devices = jax.devices()
+platform = devices[0].platform
+if platform == "tpu":
+    PLATFORM = "tpu8" if len(devices) >= 8 else "tpu1"
+else:
+    PLATFORM = "gpu" if platform == "gpu" else "cpu"
+# platform -> config files in experiments/configs/, the first that exists is used
+PLATFORM_CONFIGS = {
+    "tpu8": ["othello8_tpu8", "othello8_tpu", "othello8"],
+    "tpu1": ["othello8_tpu1", "othello8_tpu", "othello8"],
+    "gpu": ["othello8_gpu", "othello8"],
+    "cpu": ["othello6_cpu"],
+}
+
+
+def load_config(name: str):
+    return importlib.import_module(f"experiments.configs.{name}").get_config()
+
+
+candidates = PLATFORM_CONFIGS[PLATFORM] if CONFIG == "auto" else [CONFIG]
+for name in candidates:
+    if importlib.util.find_spec(f"experiments.configs.{name}") is not None:
+        config = load_config(name)
+        break
+else:
+    raise FileNotFoundError(f"none of the configs {candidates} exists in experiments/configs/")
+config.update_from_flattened_dict(OVERRIDES)
+print(f"{len(devices)} {platform} device(s): config {name}, {config.board_size}x{config.board_size}, "
+      f"{config.iterations} iterations")
+'''),
+        new_markdown_cell("## Google Drive mirror\n\nIn Colab the Drive is mounted and, when the local "
+                          "workdir is empty (a fresh runtime), the run is copied back from Drive first."),
+        new_code_cell('''from othello_jax import workdir_mirror
+
+if DRIVE_MIRROR.startswith("/content/drive"):
+    try:
+        from google.colab import drive
+
+        drive.mount("/content/drive")
+    except ImportError:
+        print("not in Colab: no Google Drive; keeping the run local")
+        DRIVE_MIRROR = ""
+if DRIVE_MIRROR and workdir_mirror.restore(DRIVE_MIRROR, WORKDIR):
+    print(f"restored {WORKDIR} from {DRIVE_MIRROR}")
+'''),
+        new_markdown_cell("## Train\n\nOne progress line per iteration. Interrupting is safe: run "
+                          "this cell again to resume from the last checkpoint."),
+        new_code_cell('''from othello_jax import loop
+
+printer = print
+if DRIVE_MIRROR:
+    printer = workdir_mirror.mirroring_printer(WORKDIR, DRIVE_MIRROR, every_s=60 * MIRROR_EVERY_MINUTES)
+try:
+    last = loop.run(config, WORKDIR, print_fn=printer)
+finally:
+    if DRIVE_MIRROR:
+        print(f"mirrored {workdir_mirror.sync(WORKDIR, DRIVE_MIRROR)} changed files to {DRIVE_MIRROR}")
+'''),
+        new_code_cell('''if TEST_MODE:  # a fresh runtime: the local run is gone, the mirror brings it back, training resumes
+    import shutil
+
+    shutil.rmtree(WORKDIR)
+    assert workdir_mirror.restore(DRIVE_MIRROR, WORKDIR)
+    loop.run(config, WORKDIR)  # nothing left to train: it resumes at the last iteration and stops
+'''),
+        new_markdown_cell("## Curves\n\nLosses, policy entropy, throughput and buffer fill per iteration, "
+                          "then the Elo difference to each evaluation opponent (from the periodic arena "
+                          "evaluations, when the config has them)."),
+        new_code_cell('''from pathlib import Path
+
+import matplotlib.pyplot as plt
+from IPython.display import Image, display
+
+from othello_jax.arena import score_to_elo
+from othello_jax.metrics import plot, read_records
+
+display(Image(filename=str(plot([WORKDIR], Path(WORKDIR) / "curves.png"))))
+records = read_records(WORKDIR)
+opponents = sorted({k for r in records for k, v in r.items() if k.startswith("eval/") and v is not None})
+if opponents:
+    games = int(config.eval.games)
+    for key in opponents:
+        points = [(r["iteration"], score_to_elo(r[key], games)) for r in records if r.get(key) is not None]
+        plt.plot(*zip(*points), marker="o", label=key[len("eval/"):])
+    plt.xlabel("iteration"); plt.ylabel("Elo difference to the opponent"); plt.legend(); plt.grid(alpha=0.3)
+    plt.show()
+else:
+    print("no arena evaluations in this run yet (config.eval.every)")
+print(f"{len(records)} iterations logged; last: " + ", ".join(f"{k} {records[-1][k]:.3g}" for k in
+      ("loss", "policy_entropy", "positions_per_s") if k in records[-1]))
+'''),
+        new_markdown_cell(f"Next: rate the checkpoints in [evaluate.ipynb]"
+                          f"(https://colab.research.google.com/github/{GITHUB_REPO}/blob/main/colab/evaluate.ipynb) "
+                          f"and play the best one in [play.ipynb]"
+                          f"(https://colab.research.google.com/github/{GITHUB_REPO}/blob/main/colab/play.ipynb)."),
+    ]
+    return _notebook(cells, accelerator="TPU")
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluate.ipynb
+# ---------------------------------------------------------------------------------------------
+def evaluate_notebook() -> nbformat.NotebookNode:
+    cells = [
+        new_markdown_cell(f"""# Evaluate othello-jax checkpoints
+
+{badge("evaluate.ipynb")}
+
+Loads the checkpoints of a training run, plays them against each other and against baselines
+(random, greedy, alpha-beta, and an external engine such as Edax over GTP if you have one),
+fits Elo ratings by maximum likelihood and plots Elo over training. Every opening is played
+twice with colours swapped."""),
+        new_code_cell(parameters(f'''
+WORKDIR = "/content/drive/MyDrive/othello-jax/runs/othello"  # a training run (its checkpoints/ folder)
+MAX_CHECKPOINTS = 6  # rate at most this many checkpoints, spread over the run
+SIMS = 32  # search simulations per move for the checkpoints (0: raw network policy)
+GAMES = 64  # games per pairing (even: each opening twice)
+BASELINES = ["random", "greedy", "alphabeta:depth=3"]
+ENGINE_CMD = ""  # an external GTP engine, e.g. "edax -gtp -l 4" (installed on this machine)
+OPENINGS_FILE = ""  # e.g. an XOT list; empty: generated near-even openings
+ANCHOR = "random"  # the player rated 0
+if TEST_MODE:
+    WORKDIR = {TEST_WORKDIR}  # the train notebook's test run (trained here if missing)
+    MAX_CHECKPOINTS, SIMS, GAMES, BASELINES = 2, 0, 2, ["random"]
+    ENGINE_CMD = f"{{sys.executable}} -m othello_jax.cli engine --agent=greedy"  # our own engine over GTP
+'''), metadata={"tags": ["parameters"]}),
+        new_code_cell(INSTALL),
+        new_markdown_cell("## Checkpoints"),
+        new_code_cell('''from pathlib import Path
+
+import numpy as np
+
+from othello_jax.checkpoint import load_agent_variables
+
+if TEST_MODE and not (Path(WORKDIR) / "checkpoints").is_dir():  # a two-iteration run to rate
+    from experiments.configs import tiny_test
+    from othello_jax import loop
+
+    config = tiny_test.get_config()
+    config.iterations = 2
+    loop.run(config, WORKDIR)
+steps = sorted(int(p.name) for p in (Path(WORKDIR).expanduser() / "checkpoints").glob("*") if p.name.isdigit())
+if not steps:
+    raise FileNotFoundError(f"no checkpoints under {WORKDIR}/checkpoints")
+chosen = sorted({steps[int(i)] for i in np.linspace(0, len(steps) - 1, min(MAX_CHECKPOINTS, len(steps)))})
+checkpoints = {f"iter {step}": str(Path(WORKDIR).expanduser() / "checkpoints" / str(step)) for step in chosen}
+_, _, BOARD_SIZE = load_agent_variables(next(iter(checkpoints.values())))
+print(f"{len(steps)} checkpoints on {BOARD_SIZE}x{BOARD_SIZE}; rating {', '.join(checkpoints)}")
+'''),
+        new_markdown_cell("## Players"),
+        new_code_cell('''from othello_jax.agents import parse_agent
+from othello_jax.game import Othello
+
+board = Othello(BOARD_SIZE)
+agents = {name: parse_agent(f"net:ckpt={path},sims={SIMS}", board) for name, path in checkpoints.items()}
+for spec in BASELINES:
+    agents[spec] = parse_agent(spec, board)
+if ENGINE_CMD:
+    agents["engine"] = parse_agent(f'gtp:cmd="{ENGINE_CMD}"', board)
+print("players:", ", ".join(agents))
+'''),
+        new_markdown_cell("## Matches and Elo\n\nEach checkpoint plays the next one and every baseline "
+                          "(a ladder, much cheaper than a round robin); ratings are fitted jointly."),
+        new_code_cell('''from othello_jax import arena, openings
+from othello_jax.elo import rate_agents
+
+key = jax.random.PRNGKey(0)
+lines = openings.sample_openings(openings.load_openings(OPENINGS_FILE, board), GAMES // 2, key) if OPENINGS_FILE \\
+    else arena.match_openings(board, GAMES, key)
+try:
+    ratings, pairings = rate_agents(agents, board, GAMES, jax.random.PRNGKey(1), anchor=ANCHOR,
+                                    series=list(checkpoints), lines=lines, report=print)
+finally:
+    for agent in agents.values():
+        if agent.close is not None:
+            agent.close()
+print()
+print(ratings.table())
+'''),
+        new_code_cell('''from IPython.display import Image, display
+
+from othello_jax.elo import plot_elo
+
+series = {name: int(name.split()[-1]) for name in checkpoints}
+display(Image(filename=str(plot_elo(ratings, series, Path(WORKDIR).expanduser() / "elo.png"))))
+best = max(checkpoints, key=lambda name: ratings[name])
+print(f"strongest checkpoint: {best} ({checkpoints[best]}), Elo {ratings[best]:+.0f} vs {ANCHOR}")
+'''),
+    ]
+    return _notebook(cells, accelerator="TPU")
+
+
+# ---------------------------------------------------------------------------------------------
 # writing
 # ---------------------------------------------------------------------------------------------
 def _notebook(cells: list, accelerator: str | None) -> nbformat.NotebookNode:
@@ -162,6 +388,8 @@ def _notebook(cells: list, accelerator: str | None) -> nbformat.NotebookNode:
 
 
 NOTEBOOKS = {
+    "train.ipynb": train_notebook,
+    "evaluate.ipynb": evaluate_notebook,
     "play.ipynb": play_notebook,
 }
 
