@@ -152,3 +152,47 @@ def test_play_command_bad_options(options, message, capsys):
     assert play.main(options, stdin=io.StringIO(""), stdout=io.StringIO()) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("othello-jax play: ") and message in err and len(err.splitlines()) == 1
+
+
+# ---- notebook play: SVG board and the game object behind the buttons ----------------------
+def test_board_svg_draws_discs_legal_moves_last_move_and_labels():
+    import xml.etree.ElementTree as ET
+
+    from othello_jax.board_svg import board_svg
+
+    session = GameSession.from_text(Othello(8), moves="f5d6")
+    svg = board_svg(session.state, session.game, last_move=session.actions[-1], labels={20: "17", 34: "<3>"})
+    root = ET.fromstring(svg)  # well-formed XML
+    ns = "{http://www.w3.org/2000/svg}"
+    circles = root.findall(f"{ns}circle")
+    discs = [c for c in circles if c.get("stroke") == "#000"]
+    assert len(discs) == sum(session.disc_counts()) == 6
+    assert sum(c.get("fill") == "#111" for c in discs) == session.disc_counts()[0]
+    assert sum(c.get("fill") == "#e53935" for c in circles) == 1  # the last move
+    legal_dots = [c for c in circles if c.get("fill") == "#0009"]
+    assert len(legal_dots) == len(session.legal_actions()) - 1  # one legal square carries a label
+    texts = [t.text for t in root.findall(f"{ns}text")]
+    assert "17" in texts and "<3>" in texts  # escaped in the markup, intact once parsed
+    assert texts[:2] == ["a", "1"]
+
+
+def test_notebook_game_typed_and_clicked_moves():
+    from othello_jax.notebook_play import NotebookGame  # the widget needs ipywidgets (a dev dependency)
+
+    game = Othello(6)
+    nb = NotebookGame(first_legal_agent(game), game, human=1)  # the agent (black) opens at once
+    assert len(nb.session.actions) == 1 and nb.session.to_move == 1
+    assert "plays" in nb.message
+    nb.move("a1")
+    assert nb.message.startswith("illegal: a1 is illegal here") and len(nb.session.actions) == 1
+    widget = nb.widget()
+    target = nb.session.legal_actions()[0]
+    nb.square_buttons[target].click()
+    assert nb.session.actions[1] == target and len(nb.session.actions) == 3  # the agent replied
+    assert nb.square_buttons[target].disabled  # now a disc
+    assert "<svg" in widget.children[1].value  # the board picture beside the buttons was redrawn
+    nb.undo()
+    assert len(nb.session.actions) == 1 and nb.message == "took back your last move"
+    html = nb._repr_html_()
+    assert "<svg" in html and "Your move (white)" in html
+    assert nb.hint().message == "no search available for hints"
