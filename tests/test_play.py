@@ -196,3 +196,44 @@ def test_notebook_game_typed_and_clicked_moves():
     html = nb._repr_html_()
     assert "<svg" in html and "Your move (white)" in html
     assert nb.hint().message == "no search available for hints"
+
+
+def test_play_command_in_a_pseudo_terminal():
+    """Interactive use: prompts appear, the terminal (not the program) echoes typed moves."""
+    import pty
+    import select
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the command on the terminal's side
+        os.chdir(REPO)
+        os.environ["PYTHONPATH"] = str(REPO)
+        os.execv(sys.executable, [sys.executable, "-m", "othello_jax.cli", "play", "--agent=greedy", "--size=4"])
+    transcript = b""
+
+    def read_until_prompt(prompts: int, seconds: float = 120.0) -> None:
+        """Read until the ``prompts``-th move prompt (or the end of output)."""
+        nonlocal transcript
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and transcript.count(b"Your move") < prompts:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    transcript += os.read(fd, 4096)
+                except OSError:  # the command ended
+                    return
+
+    try:
+        read_until_prompt(1)
+        for number, line in enumerate(["b1", "a1", "quit"], start=2):
+            os.write(fd, (line + "\n").encode())
+            read_until_prompt(number)
+        read_until_prompt(99, seconds=30)  # the rest: final board and record
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    text = transcript.decode(errors="replace").replace("\r\n", "\n")
+    assert os.waitstatus_to_exitcode(status) == 1  # the game was stopped before the end
+    assert "Your move (black): b1\n" in text  # echoed once, by the terminal
+    assert "white (greedy) plays c1" in text
+    assert "illegal: a1 is illegal here" in text
+    assert "record: b1c1" in text
