@@ -204,11 +204,11 @@ def test_play_command_in_a_pseudo_terminal():
     import select
     import time
 
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the command on the terminal's side
-        os.chdir(REPO)
-        os.environ["PYTHONPATH"] = str(REPO)
-        os.execv(sys.executable, [sys.executable, "-m", "othello_jax.cli", "play", "--agent=greedy", "--size=4"])
+    fd, terminal = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "othello_jax.cli", "play", "--agent=greedy", "--size=4"],
+                               stdin=terminal, stdout=terminal, stderr=terminal, cwd=REPO, start_new_session=True,
+                               env=dict(os.environ, PYTHONPATH=str(REPO)))
+    os.close(terminal)
     transcript = b""
 
     def read_until_prompt(prompts: int, seconds: float = 120.0) -> None:
@@ -229,10 +229,10 @@ def test_play_command_in_a_pseudo_terminal():
             read_until_prompt(number)
         read_until_prompt(99, seconds=30)  # the rest: final board and record
     finally:
-        _, status = os.waitpid(pid, 0)
+        code = process.wait(timeout=60)
         os.close(fd)
     text = transcript.decode(errors="replace").replace("\r\n", "\n")
-    assert os.waitstatus_to_exitcode(status) == 1  # the game was stopped before the end
+    assert code == 1  # the game was stopped before the end
     assert "Your move (black): b1\n" in text  # echoed once, by the terminal
     assert "white (greedy) plays c1" in text
     assert "illegal: a1 is illegal here" in text
