@@ -78,17 +78,19 @@ def test_full_game_with_illegal_input_and_undo(size, human):
     assert "legal: " in out
 
 
-def test_forced_pass_must_be_typed():
-    # a1 white, b1 black, black to move: black has no move, white then plays c1 and wins.
-    state, game = parse_board("OX" + "-" * 62 + " X")
-    session = GameSession(game, state)
-    completed, out = run(session, ["c1", "pass"], human=0)
-    assert completed
+def test_forced_pass_must_be_typed(capsys):
+    # a1 white, b1 black, black to move: black has no move; white's only move c1 ends the game.
+    from othello_jax.commands import play
+
+    out = io.StringIO()
+    code = play.main(["--agent=greedy", "--board=OX" + "-" * 62 + " X"], stdin=io.StringIO("c1\npass\n"), stdout=out)
+    out = out.getvalue()
+    assert code == 0, capsys.readouterr().err
     assert "You have no legal move; type pass" in out
     assert "illegal: c1 is illegal: black has no legal move and must pass" in out
-    assert "white (first-legal) plays c1" in out
-    assert session.transcript() == "--c1"
+    assert "white (greedy) plays c1" in out
     assert "result: white wins 64-0" in out  # 3 discs plus the empties
+    assert "record: --c1" in out
 
 
 def test_input_ending_or_quit_stops_the_game_and_prints_the_record():
@@ -127,7 +129,7 @@ def test_play_command_against_a_checkpoint_through_piped_stdin(tmp_path):
     squares = [square_name(a, 4) for a in range(16)] + ["pass"]
     result = subprocess.run(
         [sys.executable, "-m", "othello_jax.cli", "play", f"--checkpoint={checkpoint}", "--sims=4", "--color=white"],
-        input="\n".join(squares * 12) + "\n", capture_output=True, text=True, cwd=REPO, timeout=600,
+        input="\n".join(["hint"] + squares * 12) + "\n", capture_output=True, text=True, cwd=REPO, timeout=600,
         env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert result.returncode == 0, result.stderr[-2000:]
     out = result.stdout
@@ -137,6 +139,7 @@ def test_play_command_against_a_checkpoint_through_piped_stdin(tmp_path):
     assert f"result: {GameSession.from_text(Othello(4), moves=record).result_text()}" in out
     assert "illegal: " in out and "black (network, 4 sims) plays" in out
     assert "value estimate" in out  # the agent's commentary after its moves
+    assert "search value" in out and "after 4 simulations" in out  # the hint: the search on your position
 
 
 @pytest.mark.parametrize("options, message", [
@@ -145,6 +148,9 @@ def test_play_command_against_a_checkpoint_through_piped_stdin(tmp_path):
     ([], "give exactly one of --checkpoint=PATH or --agent=SPEC"),
     (["--checkpoint=x", "--agent=random"], "give exactly one of --checkpoint=PATH or --agent=SPEC"),
     (["--agent=random", "--size=5"], "--size must be one of 4, 6, 8"),
+    (["--agent=random", "--moves=f5f5"], "move 2 (f5) is illegal in this position"),
+    (["--agent=random", "--size=8", "--board=" + "-" * 36 + " X"], "the board string is 6x6 but this game is 8x8"),
+    (["--agent=nonsense"], "unknown agent kind 'nonsense'"),
 ])
 def test_play_command_bad_options(options, message, capsys):
     from othello_jax.commands import play

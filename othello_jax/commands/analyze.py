@@ -1,7 +1,7 @@
 """`othello-jax analyze`: what a trained network and its search think of one position.
 
-    othello-jax analyze --checkpoint=runs/6x6 --moves=c4e3f6
-    othello-jax analyze --checkpoint=runs/8x8/best --board="---...XO... X" --sims=400
+    othello-jax analyze --checkpoint=runs/othello8/best --moves=f5d6c3 --sims=400
+    othello-jax analyze --checkpoint=runs/othello6 --board="------------XXX----XO-----O--------- O"
 
 Prints the board, the network's value, the search's value, and the top moves with their
 search visits, network prior and search value (q), all from the side to move's view.
@@ -21,7 +21,8 @@ from othello_jax.session import GameSession, color_name
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="othello-jax analyze", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="othello-jax analyze", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     agent_options.add_arguments(parser, spec_agents=False)
     parser.add_argument("--board", help='board string: squares a1..h8 row by row (X, O, -), a space, the side '
                                         'to move (X or O); default: the initial position')

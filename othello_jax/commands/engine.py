@@ -18,7 +18,8 @@ from othello_jax.gtp_server import GtpEngine, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="othello-jax engine", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="othello-jax engine", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--protocol", default="gtp", help="engine protocol (only gtp)")
     agent_options.add_arguments(parser)
     parser.add_argument("--seed", type=int, default=0, help="random seed for the agent")

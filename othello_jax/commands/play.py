@@ -1,9 +1,13 @@
 """`othello-jax play`: a game against an agent in the terminal.
 
 Type a square (``d3``) to move, ``pass`` when you have no legal move, ``undo`` to take back your
-last move (and the agent's reply), ``hint`` for the legal moves, ``quit`` to stop. The board is
-redrawn after every move and the game record is printed at the end. Reads standard input, so
-it also works with piped moves.
+last move (and the agent's reply), ``hint`` for the legal moves (against a checkpoint also what
+its search thinks of your position), ``quit`` to stop. The board is redrawn after every move,
+the agent's value estimate and most visited moves follow each of its moves, and the game record
+is printed at the end. Reads standard input, so piped moves work too.
+
+    othello-jax play --checkpoint=runs/othello8/best --sims=200 --color=white
+    othello-jax play --agent=alphabeta:depth=3 --size=6 --moves=c4
 """
 
 from __future__ import annotations
@@ -14,64 +18,80 @@ from typing import Any, Callable, TextIO
 
 import jax
 
+from othello_jax.analysis import format_analysis
 from othello_jax.commands import agent_options
-from othello_jax.game import NotationError, Othello, render, square_name
+from othello_jax.game import NotationError, Othello, parse_board, render, square_name
 from othello_jax.session import GameSession, agent_action, color_name
 
 HELP = "moves: a square like d3, `pass` (only when you have no move), `undo`, `hint`, `quit`"
 
 # The agent's view of the position it just moved in (value, top moves), or "".
 Commentary = Callable[[Any], str]
+# Advice for the human's position (e.g. the search's analysis), or None for the legal moves.
+Hint = Callable[[GameSession], str]
 
 
-def play_game(session: GameSession, agent, human: int, key: jax.Array, stdin: TextIO, stdout: TextIO,
-              commentary: Commentary | None = None) -> bool:
+def _say(stdout: TextIO, text: str = "") -> None:
+    print(text, file=stdout, flush=True)
+
+
+def agent_turn(session: GameSession, agent: Any, key: jax.Array, stdout: TextIO,
+               commentary: Commentary | None) -> None:
+    """The agent moves (passing when forced) and says what it played."""
+    action = agent_action(agent, session.state, key)
+    session.play(action)
+    size = session.game.size
+    verb = "passes" if action == session.game.pass_action else f"plays {square_name(action, size)}"
+    _say(stdout, f"{color_name(session.states[-2].color)} ({agent.name}) {verb}")
+    note = commentary(agent) if commentary is not None else ""
+    if note:
+        _say(stdout, note)
+
+
+def human_turn(session: GameSession, human: int, stdin: TextIO, stdout: TextIO, hint: Hint | None) -> bool:
+    """Read and carry out one line of input; False when the human quits or the input ends."""
+    _say(stdout)
+    _say(stdout, render(session.state, session.game))
+    prompt = "You have no legal move; type pass" if session.must_pass() else f"Your move ({color_name(human)})"
+    stdout.write(prompt + ": ")
+    stdout.flush()
+    line = stdin.readline()
+    if not line:
+        _say(stdout, "\ninput ended; game stopped")
+        return False
+    if not _is_terminal(stdin):
+        _say(stdout, line.strip())  # piped input is not echoed by a terminal: show what was read
+    word = line.strip().lower()
+    if word in ("quit", "exit", "resign", "q"):
+        _say(stdout, "game stopped")
+        return False
+    if word in ("help", "?"):
+        _say(stdout, HELP)
+    elif word == "hint":
+        legal = "legal: " + ", ".join(square_name(a, session.game.size) for a in session.legal_actions())
+        _say(stdout, legal if hint is None else legal + "\n" + hint(session))
+    elif word == "undo":
+        _say(stdout, "took back your last move" if session.undo_turn(human) else "nothing to undo yet")
+    elif word:
+        try:
+            session.play(session.parse_move(word))
+        except NotationError as error:
+            _say(stdout, f"illegal: {error}")
+    return True
+
+
+def play_game(session: GameSession, agent: Any, human: int, key: jax.Array, stdin: TextIO, stdout: TextIO,
+              commentary: Commentary | None = None, hint: Hint | None = None) -> bool:
     """Alternate human input and agent moves until the game ends; False if the human quit
     or the input ended first."""
-    size = session.game.size
-    say = lambda text="": print(text, file=stdout, flush=True)
-    say(f"You play {color_name(human)} ({'X' if human == 0 else 'O'}). {HELP}")
+    _say(stdout, f"You play {color_name(human)} ({'X' if human == 0 else 'O'}). {HELP}")
     while not session.is_over:
-        if session.to_move != human:
-            key, move_key = jax.random.split(key)
-            action = agent_action(agent, session.state, move_key)
-            session.play(action)
-            verb = "passes" if action == session.game.pass_action else f"plays {square_name(action, size)}"
-            say(f"{color_name(1 - human)} ({agent.name}) {verb}")
-            if commentary is not None:
-                note = commentary(agent)
-                if note:
-                    say(note)
-            continue
-        say()
-        say(render(session.state, session.game))
-        forced = session.must_pass()
-        prompt = "You have no legal move; type pass" if forced else f"Your move ({color_name(human)})"
-        stdout.write(prompt + ": ")
-        stdout.flush()
-        line = stdin.readline()
-        if not line:
-            say("\ninput ended; game stopped")
-            return False
-        if not _is_terminal(stdin):
-            say(line.strip())  # piped input is not echoed by a terminal: show what was read
-        word = line.strip().lower()
-        if not word:
-            continue
-        if word in ("quit", "exit", "resign", "q"):
-            say("game stopped")
-            return False
-        if word in ("help", "?"):
-            say(HELP)
-        elif word == "hint":
-            say("legal: " + ", ".join(square_name(a, size) for a in session.legal_actions()))
-        elif word == "undo":
-            say("took back your last move" if session.undo_turn(human) else "nothing to undo yet")
+        if session.to_move == human:
+            if not human_turn(session, human, stdin, stdout, hint):
+                return False
         else:
-            try:
-                session.play(session.parse_move(word))
-            except NotationError as error:
-                say(f"illegal: {error}")
+            key, move_key = jax.random.split(key)
+            agent_turn(session, agent, move_key, stdout, commentary)
     return True
 
 
@@ -92,10 +112,14 @@ def finish(session: GameSession, stdout: TextIO) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="othello-jax play", description="Play a game against an agent.")
+    parser = argparse.ArgumentParser(prog="othello-jax play", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     agent_options.add_arguments(parser)
     parser.add_argument("--color", default="black", help="your colour: black (moves first) or white")
     parser.add_argument("--seed", type=int, default=0, help="random seed for the agent")
+    parser.add_argument("--board", help="start from this board string (squares row by row, X/O/-, a space, "
+                                        "the side to move)")
+    parser.add_argument("--moves", help="start after these moves (from --board or the start), e.g. f5d6")
     return parser
 
 
@@ -108,12 +132,18 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         return 2
     try:
         player = agent_options.build(args)
-    except agent_options.AgentOptionError as error:
+        size = player.size
+        if args.board and not args.size and len(player.sizes) > 1:
+            size = parse_board(args.board)[1].size  # an agent for any size: the board decides
+        session = GameSession.from_text(Othello(size), args.board, args.moves)
+    except (agent_options.AgentOptionError, NotationError) as error:
         print(f"othello-jax play: {error}", file=sys.stderr)
         return 2
-    game = Othello(player.size)
-    session = GameSession(game)
+    game = session.game
+    hint = None
+    if player.analyzer is not None:
+        hint = lambda session: format_analysis(player.analyzer.analyze(session.state, jax.random.PRNGKey(args.seed)))
     completed = play_game(session, player.make_agent(game), 0 if color[0] == "b" else 1,
-                          jax.random.PRNGKey(args.seed), stdin, stdout, player.commentary)
+                          jax.random.PRNGKey(args.seed), stdin, stdout, player.commentary, hint)
     finish(session, stdout)
     return 0 if completed else 1
