@@ -206,12 +206,15 @@ class GtpEngine:
         except IllegalMove as error:
             raise GtpError(f"illegal move: {error}") from None
         self._key, key = jax.random.split(self._key)
-        action = agent_action(self._agent(self.session.game), self.session.state, key)
         try:
+            action = agent_action(self._agent(self.session.game), self.session.state, key)
             self.session.play(action)
         except IllegalMove as error:
             self._take_back_to(plies)
             raise GtpError(f"engine failure: the agent chose an illegal move ({error})") from None
+        except BaseException:
+            self._take_back_to(plies)  # leave the board as it was before the command
+            raise
         return format_vertex(action, size)
 
     def _undo(self, args: tuple[str, ...]) -> str:

@@ -165,6 +165,9 @@ def test_agent_failures_become_protocol_errors_and_the_engine_keeps_serving():
     engine = GtpEngine(broken)
     assert reply(engine, "3 genmove b") == "?3 internal error: RuntimeError: device lost\n\n"
     assert engine.session.actions == []
+    engine.session.reset(parse_board("XO" + "-" * 62 + " O")[0])  # white must pass first
+    assert reply(engine, "genmove b").startswith("? internal error")
+    assert engine.session.actions == []  # the inserted pass was taken back too
     assert reply(engine, "4 name") == "=4 othello-jax\n\n"
 
 
