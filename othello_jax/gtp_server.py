@@ -19,7 +19,7 @@ import jax
 
 from othello_jax import __version__
 from othello_jax.game import SIZES, NotationError, Othello, parse_square, render, square_name
-from othello_jax.session import GameSession, IllegalMove, agent_action, color_name
+from othello_jax.session import GameSession, IllegalMove, color_name
 
 PROTOCOL_VERSION = "2"
 
@@ -207,7 +207,7 @@ class GtpEngine:
             raise GtpError(f"illegal move: {error}") from None
         self._key, key = jax.random.split(self._key)
         try:
-            action = agent_action(self._agent(self.session.game), self.session.state, key)
+            action = self.session.agent_move(self._agent(self.session.game), key)
             self.session.play(action)
         except IllegalMove as error:
             self._take_back_to(plies)

@@ -16,7 +16,7 @@ from othello_jax.analysis import Analyzer, PositionAnalysis, format_analysis, fo
 from othello_jax.board_svg import board_svg
 from othello_jax.game import NotationError, Othello, render, square_name
 from othello_jax.game import bitboard as bb
-from othello_jax.session import GameSession, agent_action, color_name
+from othello_jax.session import GameSession, color_name
 
 
 class NotebookGame:
@@ -79,7 +79,7 @@ class NotebookGame:
     def _agent_turns(self) -> None:
         while not self.session.is_over and self.session.to_move != self.human:
             self._key, key = jax.random.split(self._key)
-            action = agent_action(self.agent, self.session.state, key)
+            action = self.session.agent_move(self.agent, key)
             self.agent_analysis = getattr(self.agent, "last", None)
             self.session.play(action)
             said = "passes" if action == self.session.game.pass_action else f"plays {square_name(action, self.session.game.size)}"

@@ -47,8 +47,7 @@ class GameSession:
 
     def __init__(self, game: Othello = Othello(8), start: State | None = None):
         self.game = game
-        self.states: list[State] = [game.init() if start is None else start]
-        self.actions: list[int] = []
+        self.reset(start)
 
     @classmethod
     def from_text(cls, game: Othello, board: str | None = None, moves: str | None = None) -> "GameSession":
@@ -161,8 +160,17 @@ class GameSession:
         return True
 
     def reset(self, start: State | None = None) -> None:
-        self.states = [self.game.init() if start is None else start]
-        self.actions = []
+        """Back to ``start`` (default: the initial position) with no moves played."""
+        self.states: list[State] = [self.game.init() if start is None else start]
+        self.actions: list[int] = []
+        self.from_initial = start is None  # whether the actions are a whole game so far
+
+    def agent_move(self, agent: Any, key: jax.Array) -> int:
+        """The action ``agent`` picks now (not played). Host agents that replay games (an
+        external GTP engine) are first told the moves so far through ``start_games``."""
+        if getattr(agent, "start_games", None) is not None and self.from_initial:
+            agent.start_games([list(self.actions)])
+        return agent_action(agent, self.state, key)
 
 
 def batch_of_one(state: State) -> State:

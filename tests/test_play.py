@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import shlex
 import subprocess
 import sys
 import types
@@ -243,3 +244,21 @@ def test_play_command_in_a_pseudo_terminal():
     assert "white (greedy) plays c1" in text
     assert "illegal: a1 is illegal here" in text
     assert "record: b1c1" in text
+
+
+def test_play_against_an_external_gtp_engine_agent(monkeypatch):
+    """A host-side agent that replays games (our own engine behind the arena's GTP client):
+    the session tells it every move so far, so it can follow the human's moves."""
+    from othello_jax.commands import play
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    engine = shlex.join([sys.executable, "-m", "othello_jax.cli", "engine", "--agent=greedy"])
+    squares = [square_name(a, 4) for a in range(16)] + ["pass"]
+    out = io.StringIO()
+    code = play.main([f"--agent=gtp:cmd='{engine}',timeout=120", "--size=4"],
+                     stdin=io.StringIO("\n".join(squares * 12) + "\n"), stdout=out)
+    out = out.getvalue()
+    assert code == 0, out[-2000:]
+    record = re.search(r"^record: (\S+)$", out, re.M).group(1)
+    final, _ = play_transcript(record, Othello(4))
+    assert bool(final.terminal) and "result: " in out

@@ -21,7 +21,7 @@ import jax
 from othello_jax.analysis import format_analysis
 from othello_jax.commands import agent_options
 from othello_jax.game import NotationError, Othello, parse_board, render, square_name
-from othello_jax.session import GameSession, agent_action, color_name
+from othello_jax.session import GameSession, color_name
 
 HELP = "moves: a square like d3, `pass` (only when you have no move), `undo`, `hint`, `quit`"
 
@@ -38,7 +38,7 @@ def _say(stdout: TextIO, text: str = "") -> None:
 def agent_turn(session: GameSession, agent: Any, key: jax.Array, stdout: TextIO,
                commentary: Commentary | None) -> None:
     """The agent moves (passing when forced) and says what it played."""
-    action = agent_action(agent, session.state, key)
+    action = session.agent_move(agent, key)
     session.play(action)
     size = session.game.size
     verb = "passes" if action == session.game.pass_action else f"plays {square_name(action, size)}"
@@ -143,7 +143,12 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     hint = None
     if player.analyzer is not None:
         hint = lambda session: format_analysis(player.analyzer.analyze(session.state, jax.random.PRNGKey(args.seed)))
-    completed = play_game(session, player.make_agent(game), 0 if color[0] == "b" else 1,
-                          jax.random.PRNGKey(args.seed), stdin, stdout, player.commentary, hint)
+    agent = player.make_agent(game)
+    try:
+        completed = play_game(session, agent, 0 if color[0] == "b" else 1, jax.random.PRNGKey(args.seed),
+                              stdin, stdout, player.commentary, hint)
+    finally:
+        if getattr(agent, "close", None) is not None:
+            agent.close()  # e.g. an external engine process
     finish(session, stdout)
     return 0 if completed else 1
