@@ -54,6 +54,19 @@ import othello_jax
 print(f"othello-jax {othello_jax.__version__}, jax {jax.__version__}, devices: {jax.devices()}")
 '''
 
+def mount_drive(variable: str) -> str:
+    """A cell mounting Google Drive when ``variable`` points into it (Colab only)."""
+    return f'''# Mount Google Drive if {variable} lives there (Colab asks for permission once).
+if str({variable}).startswith("/content/drive"):
+    try:
+        from google.colab import drive
+
+        drive.mount("/content/drive")
+    except ImportError:
+        print("not running in Colab: Google Drive is not available")
+'''
+
+
 TINY_CHECKPOINT = '''def tiny_checkpoint(board_size: int = 4):
     """An untrained tiny network saved like a training run's best checkpoint (test mode)."""
     import tempfile
@@ -86,13 +99,14 @@ available, as in Colab) or type moves with `game.move("d3")`. After each of its 
 shows its value estimate and the moves its search visited most; `game.hint()` shows the search's
 view of your position."""),
         new_code_cell(parameters('''
-CHECKPOINT = "/content/drive/MyDrive/othello-jax/runs/othello8/best"  # a workdir, WORKDIR/best or a step dir
+CHECKPOINT = "/content/drive/MyDrive/othello-jax/runs/othello/best"  # a workdir, WORKDIR/best or a step dir
 SIMS = 200  # search simulations per agent move
 YOUR_COLOR = "black"  # black moves first
 if TEST_MODE:
     CHECKPOINT, SIMS = "", 8
 '''), metadata={"tags": ["parameters"]}),
         new_code_cell(INSTALL),
+        new_code_cell(mount_drive("CHECKPOINT")),
         new_markdown_cell("## Load the agent"),
         new_code_cell(TINY_CHECKPOINT + '''
 
@@ -220,7 +234,7 @@ if DRIVE_MIRROR.startswith("/content/drive"):
 
         drive.mount("/content/drive")
     except ImportError:
-        print("not in Colab: no Google Drive; keeping the run local")
+        print("not running in Colab: no Google Drive, the run stays local")
         DRIVE_MIRROR = ""
 if DRIVE_MIRROR and workdir_mirror.restore(DRIVE_MIRROR, WORKDIR):
     print(f"restored {WORKDIR} from {DRIVE_MIRROR}")
@@ -307,6 +321,7 @@ if TEST_MODE:
     ENGINE_CMD = f"{{sys.executable}} -m othello_jax.cli engine --agent=greedy"  # our own engine over GTP
 '''), metadata={"tags": ["parameters"]}),
         new_code_cell(INSTALL),
+        new_code_cell(mount_drive("WORKDIR")),
         new_markdown_cell("## Checkpoints"),
         new_code_cell('''from pathlib import Path
 
