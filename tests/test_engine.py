@@ -13,7 +13,6 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
 from othello_jax.agents import parse_agent

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import pytest
 
 from othello_jax.commands.play import finish, play_game
-from othello_jax.game import Othello, parse_board, play_transcript, square_name
+from othello_jax.game import Othello, play_transcript, square_name
 from othello_jax.session import GameSession
 from tests.tiny_checkpoint import save_tiny_checkpoint
 
