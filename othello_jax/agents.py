@@ -297,13 +297,24 @@ def parse_agent(spec: str, game: Othello) -> Agent:
     (``alphabeta:4``, ``mcts:200``, ``net:runs/o8``). Every kind also takes ``solve=E`` (exact
     endgame play with at most E empties) and ``name=TEXT`` (the name in result tables).
     Raises :class:`AgentSpecError` with a one-line message on a bad spec.
+
+    Specs without outside state (all but checkpoints and engines) are built once per board
+    and reused, so their compiled code is shared.
     """
+    kind, options = parse_spec(spec)
+    if kind == "gtp" or options.get("ckpt"):
+        return _build(spec.strip(), kind, tuple(options.items()), game)
+    return _build_cached(spec.strip(), kind, tuple(options.items()), game)
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``'alphabeta:4,solve=10'`` -> ``('alphabeta', {'depth': 4, 'solve': 10})``, options checked."""
     spec = spec.strip()
     kind, _, rest = spec.partition(":")
     kind = kind.strip().lower()
     if kind not in _KINDS:
         raise AgentSpecError(f"unknown agent kind {kind!r} in spec {spec!r}; choose from {', '.join(_KINDS)}")
-    parsers, main_option, build = _KINDS[kind]
+    parsers, main_option, _ = _KINDS[kind]
     options: dict[str, Any] = {}
     for index, part in enumerate(split_options(rest)):
         key, eq, value = part.partition("=")
@@ -319,9 +330,14 @@ def parse_agent(spec: str, game: Othello) -> Agent:
         if key in options:
             raise AgentSpecError(f"option {key!r} given twice in spec {spec!r}")
         options[key] = parser(key, _unquote(value))
+    return kind, options
+
+
+def _build(spec: str, kind: str, option_items: tuple, game: Othello) -> Agent:
+    options = dict(option_items)
     solve = options.pop("solve", None)
     name = options.pop("name", None)
-    agent = build(game, **options)
+    agent = _KINDS[kind][2](game, **options)
     if solve is not None:
         agent = with_exact_endgame(agent, game, solve)
     if name is not None:
@@ -329,3 +345,6 @@ def parse_agent(spec: str, game: Othello) -> Agent:
     elif kind in ("net", "gtp"):
         agent = renamed(agent, spec)  # the path or command line is the useful name
     return agent
+
+
+_build_cached = functools.lru_cache(maxsize=64)(_build)

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from othello_jax import heuristic
+from othello_jax.fusion import materialize
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 
@@ -68,21 +69,6 @@ def _next_move(todo: bb.Bitboard, size: int) -> tuple[bb.Bitboard, jax.Array]:
         found = found | take
     square = bb.lowest_square(chosen)  # 64 when there is none
     return bb.square_bit(square), square
-
-
-def materialize(tree):
-    """Identity that makes XLA compute each leaf once into a buffer.
-
-    XLA's CPU fusion duplicates cheap elementwise producers into every consumer; the move
-    generator feeds a dozen outputs here, which multiplied compile time and work per iteration
-    by about ten. A reduction is never fused into its consumers, so routing a value through a
-    trivial one (with zeros) stores it once.
-    """
-    def through_reduction(x: jax.Array) -> jax.Array:
-        pair = jnp.stack([x, jnp.zeros_like(x)])
-        return jnp.sum(pair, axis=0, dtype=x.dtype) if jnp.issubdtype(x.dtype, jnp.signedinteger) else jnp.max(pair, axis=0)
-
-    return jax.tree.map(through_reduction, tree)
 
 
 def _read(stack: _Frame, onehot: jax.Array) -> _Frame:

@@ -290,8 +290,15 @@ def play_match(game: Othello, first: Agent, second: Agent, lines: Sequence[Seque
     moves, diffs, compile_seconds = [], [], 0.0
     for start in range(0, count, batch_size):
         key, batch_key = jax.random.split(key)
-        chunk = jax.tree.map(lambda x: x[start: start + batch_size], starts)
+        rows = np.arange(start, start + batch_size)
+        # a compiled match pads the last batch (repeating an opening) so that all batches share one compile
+        rows = np.where(rows < count, rows, start) if compiled else rows[rows < count]
+        chunk = jax.tree.map(lambda x: x[rows], starts)
         played = (_play_compiled if compiled else _play_host)(game, first, second, chunk, batch_key)
+        used = min(batch_size, count - start)
+        played = played._replace(moves=played.moves[:, :used], illegal_first=played.illegal_first[:used],
+                                 illegal_second=played.illegal_second[:used],
+                                 final=jax.tree.map(lambda x: x[:used], played.final))
         for agent, illegal in ((first, played.illegal_first), (second, played.illegal_second)):
             if illegal.any():
                 where = start + int(np.flatnonzero(illegal)[0])

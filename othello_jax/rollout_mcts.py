@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import ml_collections
 
 from othello_jax.game import Othello, State
+from othello_jax.fusion import materialize
 from othello_jax.game import bitboard as bb
 
 _GOLDEN = 0x9E3779B9
@@ -60,14 +61,14 @@ def playout_results(mover: bb.Bitboard, opponent: bb.Bitboard, seeds: jax.Array,
                     jnp.zeros(seeds.shape, bool), jnp.zeros((), jnp.uint32))
 
     def body(p: _Playout) -> _Playout:
-        moves = bb.legal_placements(p.mover, p.opponent, size)
+        moves = materialize(bb.legal_placements(p.mover, p.opponent, size))
         count = bb.popcount(moves)
         over = (count == 0) & p.passed
         active = ~p.done & ~over
         random = mix32(seeds ^ mix32(p.ply * jnp.uint32(_GOLDEN) + jnp.uint32(1)))
         k = (random % jnp.maximum(count, 1).astype(jnp.uint32)).astype(jnp.int32)
         move = bb.square_bit(jnp.where(count > 0, bb.select_square(moves, k), 64))
-        flipped = bb.flips(p.mover, p.opponent, move, size)
+        flipped = materialize(bb.flips(p.mover, p.opponent, move, size))
         new_mover = p.opponent & ~flipped  # empty move (a pass): just swap sides
         new_opponent = p.mover | move | flipped
         return _Playout(

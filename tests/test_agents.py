@@ -1,0 +1,185 @@
+"""Agents: legality on every board size, greedy = most flips, alpha-beta = plain minimax, spec parsing."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from othello_jax import agents, alphabeta, heuristic
+from othello_jax.agents import AgentSpecError, parse_agent
+from othello_jax.game import Othello, State
+from othello_jax.game import bitboard as bb
+
+
+@functools.lru_cache(maxsize=None)
+def random_positions(size: int, count: int = 16, seed: int = 0) -> State:
+    """Positions from random play, stopped after a random number of plies (some finished, some forced passes)."""
+    game = Othello(size)
+    rng = np.random.default_rng(seed)
+    stop = rng.integers(0, size * size, count)
+    states = jax.tree.map(lambda x: jnp.broadcast_to(x, (count,) + x.shape), game.init())
+    key = jax.random.PRNGKey(seed)
+    step = jax.jit(game.step)
+    for ply in range(int(stop.max())):
+        key, sub = jax.random.split(key)
+        moved = step(states, game.random_legal_action(states, sub))
+        keep = jnp.asarray(ply < stop)
+        states = jax.tree.map(lambda new, old: jnp.where(keep.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
+                              moved, states)
+    return states
+
+
+def legal_at(game: Othello, states: State, actions) -> np.ndarray:
+    legal = np.asarray(game.legal_moves(states))
+    actions = np.asarray(actions)
+    return legal[np.arange(actions.shape[0]), actions] | np.asarray(states.terminal)
+
+
+# ---------------------------------------------------------------------------------------------
+# a plain full-width minimax over the game's own rules, to check the explicit-stack search
+# ---------------------------------------------------------------------------------------------
+def minimax(game: Othello, states: State, depth: int) -> jax.Array:
+    """Negamax value of every position by expanding all N*N+1 actions ``depth`` times."""
+    value, finished, _, _ = heuristic.position_value(states.mover, states.opponent, game.size)
+    if depth == 0:
+        return value
+    actions = jnp.arange(game.num_actions, dtype=jnp.int32)
+    widen = lambda x: jnp.broadcast_to(x[..., None], x.shape + actions.shape)
+    children = game.step(jax.tree.map(widen, states), jnp.broadcast_to(actions, states.ply.shape + actions.shape))
+    scores = -minimax(game, children, depth - 1)
+    best = jnp.max(jnp.where(game.legal_moves(states), scores, -heuristic.INF), axis=-1)
+    return jnp.where(finished, value, best)
+
+
+CASES = [(4, 1), (4, 3), (6, 3), (8, 2)]
+
+
+@pytest.mark.parametrize("size,depth", CASES)
+def test_alphabeta_value_equals_full_width_minimax(size, depth):
+    game = Othello(size)
+    states = random_positions(size)
+    action, value, _ = alphabeta.search(states, game, depth)
+    expected = minimax(game, states, depth)
+    np.testing.assert_array_equal(np.asarray(value), np.asarray(expected))
+    assert legal_at(game, states, action).all()
+    # the chosen move attains the value
+    after = game.step(states, action)
+    attained = -minimax(game, after, depth - 1)
+    live = ~np.asarray(states.terminal)
+    np.testing.assert_array_equal(np.asarray(attained)[live], np.asarray(value)[live])
+
+
+def test_alphabeta_prunes():
+    """Depth 3 with pruning needs far fewer loop iterations than the full tree has nodes."""
+    game = Othello(6)
+    states = random_positions(6)
+    _, _, iterations = alphabeta.search(states, game, 3)
+    live = ~np.asarray(states.terminal)
+    mobility = np.asarray(bb.popcount(states.legal))[live]
+    assert int(iterations) < np.max(mobility) ** 3
+
+
+def test_heuristic_prefers_corners_and_final_scores_dominate():
+    game = Othello(8)
+    empty = bb.constant(0)
+    corner = bb.constant(1)  # a1
+    x_square = bb.constant(1 << 9)  # b2, next to the empty a1 corner
+    no_moves = bb.constant(0)
+    value = lambda mine, theirs: int(heuristic.evaluate(mine, theirs, no_moves, no_moves, 8))
+    assert value(corner, empty) > value(empty, empty) > value(x_square, empty)
+    won = heuristic.final_value(bb.constant(0b111), bb.constant(0b1000), 8)
+    assert int(won) == heuristic.WIN + 64 - 2  # 3-1 with 60 empties to the winner
+    assert heuristic.WIN > 10 * abs(value(corner, empty))
+
+
+@pytest.mark.parametrize("size", [4, 6, 8])
+def test_baseline_agents_play_legal_moves(size):
+    game = Othello(size)
+    states = random_positions(size)
+    for spec in ("random", "greedy", "alphabeta:1"):
+        agent = parse_agent(spec, game)
+        assert agent.jittable
+        assert legal_at(game, states, agent.act(states, jax.random.PRNGKey(1))).all(), spec
+
+
+def test_random_agent_covers_the_legal_moves():
+    game = Othello(8)
+    start = jax.tree.map(lambda x: jnp.broadcast_to(x, (4000,) + x.shape), game.init())
+    counts = np.bincount(np.asarray(agents.random_agent(game).act(start, jax.random.PRNGKey(0))),
+                         minlength=game.num_actions)
+    legal = np.flatnonzero(np.asarray(game.legal_moves(game.init())))
+    assert set(np.flatnonzero(counts)) == set(legal)
+    assert counts[legal].min() > 4000 / len(legal) * 0.8  # each of the 4 openers close to a quarter
+
+
+@pytest.mark.parametrize("size", [6, 8])
+def test_greedy_flips_the_most_discs(size):
+    game = Othello(size)
+    states = random_positions(size, seed=3)
+    actions = np.asarray(agents.greedy_agent(game).act(states, jax.random.PRNGKey(0)))
+    every = jnp.arange(game.num_squares, dtype=jnp.int32)
+    widen = lambda x: jnp.broadcast_to(x[:, None], x.shape[:1] + every.shape + x.shape[1:])
+    after = game.step(jax.tree.map(widen, states), jnp.broadcast_to(every, states.ply.shape + every.shape))
+    gained = np.asarray(bb.popcount(after.opponent)) - np.asarray(bb.popcount(states.mover))[:, None] - 1
+    legal = np.asarray(game.legal_moves(states))[:, : game.num_squares]
+    flips = np.where(legal, gained, -1)
+    for i in np.flatnonzero(~np.asarray(states.terminal)):
+        if not legal[i].any():
+            assert actions[i] == game.pass_action
+        else:
+            assert flips[i, actions[i]] == flips[i].max() > 0
+
+
+def test_mcts_and_network_agents_play_legal_moves():
+    game = Othello(4)
+    states = random_positions(4)
+    for spec in ("mcts:sims=4", "net:preset=tiny", "net:preset=tiny,sims=4,search=puct", "net:preset=tiny,temp=1"):
+        # (one search per simulation count and variant is compiled; keep the list short)
+        agent = parse_agent(spec, game)
+        assert legal_at(game, states, agent.act(states, jax.random.PRNGKey(2))).all(), spec
+
+
+def test_network_agent_raw_policy_takes_the_top_legal_logit():
+    game = Othello(4)
+    bias = jnp.arange(game.num_actions, dtype=jnp.float32)  # the highest action number is preferred
+    apply_fn = lambda variables, obs: (jnp.broadcast_to(variables, obs.shape[:1] + bias.shape), jnp.zeros(obs.shape[:1]))
+    agent = agents.neural_agent(game, apply_fn, bias)
+    states = random_positions(4)
+    legal = np.asarray(game.legal_moves(states))
+    expected = np.where(legal.any(-1), np.argmax(np.where(legal, np.arange(game.num_actions), -1), -1), game.pass_action)
+    np.testing.assert_array_equal(np.asarray(agent.act(states, jax.random.PRNGKey(0))), expected)
+
+
+def test_spec_names_and_shorthands():
+    game = Othello(6)
+    assert parse_agent("alphabeta:3", game).name == "alphabeta:depth=3"
+    assert parse_agent(" AlphaBeta : depth=2 ", game).name == "alphabeta:depth=2"
+    assert parse_agent("mcts:16", game).name == "mcts:sims=16"
+    assert parse_agent("greedy:name=G", game).name == "G"
+    assert agents.split_options('cmd="edax -gtp, -l 6",timeout=3') == ['cmd="edax -gtp, -l 6"', "timeout=3"]
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("minimax", "unknown agent kind"),
+    ("alphabeta:depth=two", "must be an integer"),
+    ("alphabeta:depth=0", "at least 1"),
+    ("alphabeta:width=3", "unknown option 'width'"),
+    ("alphabeta:depth=2,depth=3", "given twice"),
+    ("random:3", "not KEY=VALUE"),
+    ("mcts:sims=0", "sims >= 1"),
+    ("mcts:search=beam", "unknown search variant"),
+    ("net:sims=4", "exactly one of ckpt"),
+    ("net:preset=huge", "unknown network preset"),
+    ("net:ckpt=/nonexistent/run", "does not exist"),
+    ('gtp:cmd="unterminated', "unbalanced"),
+    ("gtp:timeout=3", "engine command line"),
+    ("gtp:cmd=/nonexistent/engine", "cannot start engine"),
+])
+def test_bad_specs_give_one_line_errors(spec, message):
+    with pytest.raises(AgentSpecError, match=message) as error:
+        parse_agent(spec, Othello(8))
+    assert "\n" not in str(error.value)

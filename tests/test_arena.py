@@ -1,0 +1,213 @@
+"""Arena: fair pairing, results, records, openings, gating, and the baselines' strength order."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from othello_jax import arena, openings
+from othello_jax.agents import Agent, parse_agent
+from othello_jax.arena import ArenaError, MatchResult, play_match, score_to_elo
+from othello_jax.game import Othello, play_transcript
+from othello_jax.openings import OpeningError
+
+
+def from_start(pairs: int) -> list[list[int]]:
+    return [[] for _ in range(pairs)]
+
+
+def match(size: int, first: str, second: str, lines, seed: int = 0) -> MatchResult:
+    game = Othello(size)
+    return play_match(game, parse_agent(first, game), parse_agent(second, game), lines, jax.random.PRNGKey(seed))
+
+
+# ---------------------------------------------------------------------------------------------
+# strength order of the baselines
+# ---------------------------------------------------------------------------------------------
+def test_random_against_itself_scores_half():
+    summary = match(8, "random", "random", from_start(500)).summary()
+    assert summary.games == summary.wins + summary.draws + summary.losses == 1000
+    # a game's score has variance <= 1/4: four standard errors
+    assert abs(summary.score - 0.5) < 4 * 0.5 / math.sqrt(summary.games)
+
+
+def test_greedy_beats_random():
+    summary = match(8, "greedy", "random", from_start(500)).summary()
+    assert summary.score - summary.score_ci > 0.5
+    assert summary.mean_disc_diff > 0
+
+
+def test_alphabeta_depth3_beats_greedy(shared_data):
+    game = Othello(8)
+    xot = openings.load_openings(shared_data / "xot" / "openingslarge.txt", game)
+    lines = openings.sample_openings(xot, 50, jax.random.PRNGKey(0))
+    summary = match(8, "alphabeta:depth=3", "greedy", lines).summary()
+    assert summary.score > 0.8 and summary.score - summary.score_ci > 0.5
+    assert summary.mean_disc_diff > 10
+
+
+def test_rollout_mcts_with_more_simulations_beats_fewer():
+    game = Othello(4)
+    lines = openings.balanced_openings(game, 32, 2, jax.random.PRNGKey(0))
+    summary = match(4, "mcts:sims=32", "mcts:sims=4", lines).summary()
+    assert summary.score - summary.score_ci > 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# pairing, records and the two ways of playing
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_match() -> tuple[MatchResult, list[list[int]], Agent, Agent, list]:
+    """12 openings on 6x6, played 5 at a time (the last batch padded)."""
+    game = Othello(6)
+    lines = openings.balanced_openings(game, 12, 4, jax.random.PRNGKey(3))
+    first, second = parse_agent("alphabeta:1", game), parse_agent("greedy", game)
+    calls = []
+    result = play_match(game, first, second, lines, jax.random.PRNGKey(4), batch_size=5,
+                        progress=lambda done, total: calls.append((done, total)))
+    return result, lines, first, second, calls
+
+
+def test_every_opening_is_played_twice_with_colours_swapped(small_match):
+    result, lines, first, second, _ = small_match
+    records = result.records()
+    assert len(records) == 2 * len(lines)
+    for i, line in enumerate(lines):
+        as_black, as_white = records[2 * i], records[2 * i + 1]
+        assert (as_black.black, as_black.white) == (first.name, second.name)
+        assert (as_white.black, as_white.white) == (second.name, first.name)
+        assert as_black.actions[: len(line)] == as_white.actions[: len(line)] == line
+    prefixes = [tuple(r.actions[:4]) for r in records]
+    assert all(prefixes.count(tuple(line)) == 2 * lines.count(line) for line in lines)
+
+
+def test_records_replay_to_the_reported_results(small_match, tmp_path):
+    result = small_match[0]
+    game = result.game
+    path = tmp_path / "games.txt"
+    result.save_games(path)
+    saved = openings.read_transcripts(path)
+    assert len(saved) == len(result.records())
+    for (_, transcript), record in zip(saved, result.records()):
+        state, _ = play_transcript(transcript, game)
+        assert bool(state.terminal)
+        _, diff = game.outcome(state)
+        black_diff = int(diff) if int(state.color) == 0 else -int(diff)
+        assert black_diff == record.black_disc_diff
+    summary = result.summary()
+    scores = result.first_scores
+    assert summary.score == pytest.approx(scores.mean())
+    assert (summary.wins, summary.draws, summary.losses) == (
+        int((scores == 1).sum()), int((scores == 0.5).sum()), int((scores == 0).sum()))
+
+
+def test_host_loop_plays_the_same_games_as_the_compiled_match(small_match):
+    result, lines, first, second, progress = small_match
+    assert progress == [(10, 24), (20, 24), (24, 24)]
+    assert result.moves.shape[1] == len(lines) and result.black_disc_diff.shape == (2, len(lines))
+    host = [dataclasses.replace(agent, jittable=False) for agent in (first, second)]
+    again = play_match(result.game, host[0], host[1], lines, jax.random.PRNGKey(4), batch_size=5)
+    np.testing.assert_array_equal(again.moves, result.moves)
+    np.testing.assert_array_equal(again.black_disc_diff, result.black_disc_diff)
+
+
+def test_an_illegal_move_is_reported_with_the_agent_name():
+    game = Othello(4)
+    corner = Agent("corner-grabber", lambda states, key: jnp.zeros(states.ply.shape, jnp.int32))
+    with pytest.raises(ArenaError, match="corner-grabber chose an illegal move"):
+        play_match(game, corner, parse_agent("random", game), from_start(2), jax.random.PRNGKey(0))
+
+
+def test_gate_accepts_only_a_stronger_challenger():
+    game = Othello(8)  # the same pairs and batch as above: no new compilation
+    greedy, random = parse_agent("greedy", game), parse_agent("random", game)
+    accepted, score = arena.gate(greedy, random, 1000, 0.52, jax.random.PRNGKey(2), game=game, lines=from_start(500))
+    assert accepted and score >= 0.52
+    accepted, score = arena.gate(random, random, 1000, 0.55, jax.random.PRNGKey(2), game=game, lines=from_start(500))
+    assert not accepted and score < 0.55
+    with pytest.raises(ArenaError, match="threshold"):
+        arena.gate(greedy, random, 1000, 1.5, jax.random.PRNGKey(2), game=game)
+
+
+# ---------------------------------------------------------------------------------------------
+# openings
+# ---------------------------------------------------------------------------------------------
+def test_xot_openings_load_and_sample(shared_data):
+    game = Othello(8)
+    path = shared_data / "xot" / "openingslarge.txt"
+    lines = openings.load_openings(path, game)
+    assert len(lines) == 10784 and all(len(line) == 8 for line in lines)
+    first_transcript = openings.read_transcripts(path)[0][1]
+    assert play_transcript(first_transcript, game)[1] == lines[0]
+    sample = openings.sample_openings(lines, 300, jax.random.PRNGKey(0))
+    assert len({tuple(line) for line in sample}) == 300
+    cycled = openings.sample_openings(lines[:3], 7, jax.random.PRNGKey(0))
+    assert sorted(map(tuple, cycled)).count(tuple(lines[0])) >= 2 and len(cycled) == 7
+
+
+def test_bad_opening_files_name_the_problem(tmp_path):
+    game = Othello(8)
+    path = tmp_path / "openings.txt"
+    path.write_text("# comment\nf5d6\n\nf5f5\n")
+    with pytest.raises(OpeningError, match=r"opening 2 \(f5f5\): move 2 is illegal"):
+        openings.load_openings(path, game)
+    path.write_text("f5d6\nf5zz\n")
+    with pytest.raises(OpeningError, match="line 2"):
+        openings.load_openings(path, game)
+    path.write_text("# nothing\n")
+    with pytest.raises(OpeningError, match="holds no transcripts"):
+        openings.load_openings(path, game)
+    with pytest.raises(OpeningError, match="does not exist"):
+        openings.load_openings(tmp_path / "missing.txt", game)
+
+
+def test_forced_passes_are_written_out():
+    """Lines that leave forced passes out replay with the passes inserted."""
+    game = Othello(4)
+    states = jax.tree.map(lambda x: jnp.broadcast_to(x, (256,) + x.shape), game.init())
+    played = []
+    for key in jax.random.split(jax.random.PRNGKey(0), 10):  # random 4x4 games pass often
+        action = game.random_legal_action(states, key)
+        played.append(np.where(np.asarray(states.terminal), -1, np.asarray(action)))
+        states = game.step(states, action)
+    played = np.stack(played, axis=1)
+    checked = 0
+    for row in played:
+        passes = np.flatnonzero(row == game.pass_action)
+        if passes.size == 0 or passes[0] + 1 >= row.size or row[passes[0] + 1] < 0:
+            continue
+        line = [int(a) for a in row[: passes[0] + 2]]  # up to the placement after the first pass
+        try:
+            _, normalised = openings.replay([[a for a in line if a != game.pass_action]], game)
+        except OpeningError:  # the line ends the game
+            continue
+        assert normalised[0] == line
+        checked += 1
+    assert checked > 0
+
+
+def test_balanced_openings_are_distinct_unfinished_and_even():
+    game = Othello(8)
+    lines = openings.balanced_openings(game, 20, 4, jax.random.PRNGKey(7))
+    assert len(lines) == 20 and all(len(line) == 4 for line in lines)
+    states, _ = openings.replay(lines, game)
+    black, white = game.black_white(states)
+    positions = {(int(a), int(b), int(c), int(d)) for a, b, c, d in zip(black.lo, black.hi, white.lo, white.hi)}
+    assert len(positions) == 20 and not np.asarray(states.terminal).any()
+
+
+def test_match_openings_needs_an_even_number_of_games():
+    with pytest.raises(ArenaError, match="must be even"):
+        arena.match_openings(Othello(8), 7, jax.random.PRNGKey(0))
+
+
+def test_score_to_elo():
+    assert score_to_elo(0.5, 100) == 0
+    assert score_to_elo(0.75, 100) == pytest.approx(190.85, abs=0.01)
+    assert score_to_elo(1.0, 100) == pytest.approx(-score_to_elo(0.0, 100))
+    assert math.isfinite(score_to_elo(1.0, 100))
