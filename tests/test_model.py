@@ -1,0 +1,103 @@
+"""The AlphaZero network: presets, output shapes and ranges, batch norm modes, bfloat16 switch."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from othello_jax.game import Othello
+from othello_jax.model import PRESETS, NetworkConfig, init_variables, make_network
+
+
+def apply(net, variables, obs, **kwargs):
+    """``net.apply`` compiled (eager flax dispatches op by op, which is slow on CPU)."""
+    return jax.jit(lambda v, o: net.apply(v, o, **kwargs))(variables, obs)
+
+
+def observations(size: int, count: int) -> jax.Array:
+    """Observations of random positions (a few random plies from the start)."""
+    game = Othello(size)
+
+    @jax.jit
+    def play(key):
+        def ply(state, k):
+            logits = jnp.where(game.legal_moves(state), 0.0, -1e9)
+            return game.step(state, jax.random.categorical(k, logits).astype(jnp.int32)), None
+
+        state = jax.tree.map(lambda x: jnp.broadcast_to(x, (count,) + x.shape), game.init())
+        state, _ = jax.lax.scan(ply, state, jax.random.split(key, 6))
+        return game.observation(state)
+
+    return play(jax.random.key(size))
+
+
+@pytest.mark.parametrize("size", [4, 6, 8])
+def test_shapes_and_ranges_for_every_board_size(size):
+    net = make_network(size, NetworkConfig.preset("tiny"))
+    variables = init_variables(net, jax.random.key(0), size)
+    assert set(variables) == {"params", "batch_stats"}
+    logits, value = apply(net, variables, observations(size, 5), train=False)
+    assert logits.shape == (5, size * size + 1) and value.shape == (5,)
+    assert logits.dtype == jnp.float32 and value.dtype == jnp.float32
+    assert (np.abs(np.asarray(value)) < 1).all()
+    # extra leading axes broadcast
+    logits2, value2 = apply(net, variables, observations(size, 6).reshape(2, 3, size, size, 2), train=False)
+    assert logits2.shape == (2, 3, size * size + 1) and value2.shape == (2, 3)
+
+
+def test_presets_have_the_documented_depth_and_width():
+    for name, (blocks, channels) in PRESETS.items():
+        config = NetworkConfig.preset(name)
+        assert (config.blocks, config.channels) == (blocks, channels)
+    assert PRESETS["small"] == (6, 64) and PRESETS["standard"] == (6, 128) and PRESETS["large"] == (10, 128)
+    net = make_network(8, NetworkConfig.preset("small"))
+    params = jax.eval_shape(lambda: init_variables(net, jax.random.key(0), 8))["params"]
+    blocks = [k for k in params if k.startswith("ResidualBlock")]
+    assert len(blocks) == 6
+    assert params["Conv_0"]["kernel"].shape == (3, 3, 2, 64)
+    with pytest.raises(ValueError, match="unknown network preset 'huge'"):
+        NetworkConfig.preset("huge")
+
+
+def test_batch_norm_statistics_update_only_in_training():
+    net = make_network(6, NetworkConfig.preset("tiny"))
+    variables = init_variables(net, jax.random.key(0), 6)
+    obs = observations(6, 16)
+    (_, _), updates = apply(net, variables, obs, train=True, mutable=["batch_stats"])
+    before = jax.tree.leaves(variables["batch_stats"])
+    after = jax.tree.leaves(updates["batch_stats"])
+    assert any(not np.allclose(np.asarray(a), np.asarray(b)) for a, b in zip(before, after))
+    # inference is deterministic and independent of the rest of the batch
+    full, _ = apply(net, variables, obs, train=False)
+    part, _ = apply(net, variables, obs[:3], train=False)
+    np.testing.assert_allclose(np.asarray(full)[:3], np.asarray(part), rtol=1e-5, atol=1e-5)
+
+
+def test_bfloat16_switch_keeps_float32_outputs_close():
+    f32 = make_network(8, NetworkConfig.preset("tiny"))
+    bf16 = make_network(8, NetworkConfig.preset("tiny", dtype="bfloat16"))
+    variables = init_variables(f32, jax.random.key(1), 8)
+    obs = observations(8, 8)
+    logits32, value32 = apply(f32, variables, obs, train=False)
+    logits16, value16 = apply(bf16, variables, obs, train=False)  # same parameters, bf16 compute
+    assert logits16.dtype == jnp.float32 and value16.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(logits16), np.asarray(logits32), atol=0.1)
+    np.testing.assert_allclose(np.asarray(value16), np.asarray(value32), atol=0.05)
+    assert not np.array_equal(np.asarray(logits16), np.asarray(logits32))  # really computed in bf16
+
+
+def test_parameters_are_a_plain_pytree_usable_under_jit_and_grad():
+    net = make_network(4, NetworkConfig.preset("tiny"))
+    variables = init_variables(net, jax.random.key(0), 4)
+    obs = observations(4, 4)
+
+    @jax.jit
+    def loss(params):
+        logits, value = net.apply({"params": params, "batch_stats": variables["batch_stats"]}, obs, train=False)
+        return jnp.mean(value ** 2) + jnp.mean(logits ** 2)
+
+    grads = jax.grad(loss)(variables["params"])
+    assert jax.tree.structure(grads) == jax.tree.structure(variables["params"])
+    assert all(np.isfinite(np.asarray(g)).all() for g in jax.tree.leaves(grads))
