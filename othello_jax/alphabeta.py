@@ -167,3 +167,22 @@ def search(states: State, game: Othello, depth: int) -> tuple[jax.Array, jax.Arr
     final = heuristic.final_value(states.mover, states.opponent, size)
     value = jnp.where(states.terminal, final, root_value)
     return game.action_of_square(out.best_move), value, out.iterations
+
+
+def full_width_search(states: State, game: Othello, depth: int) -> tuple[jax.Array, jax.Array]:
+    """The same negamax by brute force: every one of the N*N+1 actions expanded ``depth`` times.
+
+    Static shapes and no loop, but (N*N+1)**depth positions per root: a reference for tests,
+    and the alternative that ``experiments/bench_arena.py`` measures the stack search against.
+    Returns (best action, value) like :func:`search`.
+    """
+    value, finished, _, _ = heuristic.position_value(states.mover, states.opponent, game.size)
+    if depth == 0:
+        return jnp.full(value.shape, game.pass_action, jnp.int32), value
+    actions = jnp.arange(game.num_actions, dtype=jnp.int32)
+    widen = lambda x: jnp.broadcast_to(x[..., None], x.shape + actions.shape)
+    children = game.step(jax.tree.map(widen, states), jnp.broadcast_to(actions, states.ply.shape + actions.shape))
+    scores = -full_width_search(children, game, depth - 1)[1]
+    scores = jnp.where(game.legal_moves(states), scores, -heuristic.INF)
+    best = jnp.argmax(scores, axis=-1).astype(jnp.int32)
+    return jnp.where(finished, game.pass_action, best), jnp.where(finished, value, jnp.max(scores, axis=-1))

@@ -39,36 +39,21 @@ def legal_at(game: Othello, states: State, actions) -> np.ndarray:
     return legal[np.arange(actions.shape[0]), actions] | np.asarray(states.terminal)
 
 
-# ---------------------------------------------------------------------------------------------
-# a plain full-width minimax over the game's own rules, to check the explicit-stack search
-# ---------------------------------------------------------------------------------------------
-def minimax(game: Othello, states: State, depth: int) -> jax.Array:
-    """Negamax value of every position by expanding all N*N+1 actions ``depth`` times."""
-    value, finished, _, _ = heuristic.position_value(states.mover, states.opponent, game.size)
-    if depth == 0:
-        return value
-    actions = jnp.arange(game.num_actions, dtype=jnp.int32)
-    widen = lambda x: jnp.broadcast_to(x[..., None], x.shape + actions.shape)
-    children = game.step(jax.tree.map(widen, states), jnp.broadcast_to(actions, states.ply.shape + actions.shape))
-    scores = -minimax(game, children, depth - 1)
-    best = jnp.max(jnp.where(game.legal_moves(states), scores, -heuristic.INF), axis=-1)
-    return jnp.where(finished, value, best)
-
-
 CASES = [(4, 1), (4, 3), (6, 3), (8, 2)]
 
 
 @pytest.mark.parametrize("size,depth", CASES)
 def test_alphabeta_value_equals_full_width_minimax(size, depth):
+    """The pruned stack search and brute-force expansion (over the game's own step) agree."""
     game = Othello(size)
     states = random_positions(size)
     action, value, _ = alphabeta.search(states, game, depth)
-    expected = minimax(game, states, depth)
+    _, expected = alphabeta.full_width_search(states, game, depth)
     np.testing.assert_array_equal(np.asarray(value), np.asarray(expected))
     assert legal_at(game, states, action).all()
     # the chosen move attains the value
     after = game.step(states, action)
-    attained = -minimax(game, after, depth - 1)
+    attained = -alphabeta.full_width_search(after, game, depth - 1)[1]
     live = ~np.asarray(states.terminal)
     np.testing.assert_array_equal(np.asarray(attained)[live], np.asarray(value)[live])
 
