@@ -194,8 +194,14 @@ def untrained_agent(game: Othello, preset: str, seed: int = 0, **options: Any) -
 # ---------------------------------------------------------------------------------------------
 # wrappers
 # ---------------------------------------------------------------------------------------------
-def with_exact_endgame(agent: Agent, game: Othello, max_empties: int) -> Agent:
-    """``agent``, but positions with at most ``max_empties`` empty squares are played perfectly."""
+def with_exact_endgame(agent: Agent, game: Othello, max_empties: int, backend: str | None = None) -> Agent:
+    """``agent``, but positions with at most ``max_empties`` empty squares are played perfectly.
+
+    ``backend``: ``"jax"`` (the batched on-device solver; the agent stays jittable, the default
+    for jittable agents) or ``"c"``/``"auto"`` (the C solver on the host, one position at a
+    time, much faster beyond ~14 empties; the agent becomes a host agent; the default for
+    host agents).
+    """
     try:
         from othello_jax.solver import with_exact_endgame as solver_wrap
     except ImportError:
@@ -203,9 +209,17 @@ def with_exact_endgame(agent: Agent, game: Othello, max_empties: int) -> Agent:
                              "which this installation lacks") from None
     if max_empties < 0:
         raise AgentSpecError(f"solve must be >= 0 empties, got {max_empties}")
-    act = solver_wrap(agent.act, game, max_empties)
-    return dataclasses.replace(agent, name=f"{agent.name},solve={max_empties}",
-                               act=jax.jit(act) if agent.jittable else act)
+    backend = backend or ("jax" if agent.jittable else "auto")
+    if backend not in ("jax", "c", "auto"):
+        raise AgentSpecError(f"solver must be jax, c or auto, got {backend!r}")
+    try:
+        act = solver_wrap(agent.act, game, max_empties, backend=backend)
+    except Exception as error:  # e.g. no C compiler for the C solver
+        raise AgentSpecError(f"cannot use the {backend} endgame solver: {str(error).splitlines()[0]}") from None
+    jittable = agent.jittable and backend == "jax"
+    suffix = f",solve={max_empties}" + (f",solver={backend}" if backend != ("jax" if agent.jittable else "auto") else "")
+    return dataclasses.replace(agent, name=agent.name + suffix, act=jax.jit(act) if jittable else act,
+                               jittable=jittable)
 
 
 def renamed(agent: Agent, name: str) -> Agent:
@@ -267,7 +281,7 @@ _KINDS: dict[str, tuple[dict[str, Callable[[str, str], Any]], str | None, Callab
             "ckpt", lambda game, **o: _net_from_options(game, **o)),
     "gtp": ({"cmd": _STR, "timeout": _as_float}, "cmd", lambda game, **o: _gtp_from_options(game, **o)),
 }
-_COMMON = {"solve": _as_int, "name": _STR}
+_COMMON = {"solve": _as_int, "solver": _STR, "name": _STR}
 
 
 def _net_from_options(game: Othello, ckpt: str | None = None, preset: str | None = None, seed: int = 0,
@@ -295,7 +309,8 @@ def parse_agent(spec: str, game: Othello) -> Agent:
     search=puct|gumbel``; ``net:ckpt=PATH|preset=NAME,seed=S,sims=S,search=gumbel|puct,temp=T``;
     ``gtp:cmd="ENGINE COMMAND LINE",timeout=SECONDS``. A bare first value sets the main option
     (``alphabeta:4``, ``mcts:200``, ``net:runs/o8``). Every kind also takes ``solve=E`` (exact
-    endgame play with at most E empties) and ``name=TEXT`` (the name in result tables).
+    endgame play with at most E empties; ``solver=jax|c|auto`` picks the solver, see
+    :func:`with_exact_endgame`) and ``name=TEXT`` (the name in result tables).
     Raises :class:`AgentSpecError` with a one-line message on a bad spec.
 
     Specs without outside state (all but checkpoints and engines) are built once per board
@@ -336,10 +351,13 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
 def _build(spec: str, kind: str, option_items: tuple, game: Othello) -> Agent:
     options = dict(option_items)
     solve = options.pop("solve", None)
+    solver = options.pop("solver", None)
     name = options.pop("name", None)
+    if solver is not None and solve is None:
+        raise AgentSpecError("option solver=... only goes with solve=E")
     agent = _KINDS[kind][2](game, **options)
     if solve is not None:
-        agent = with_exact_endgame(agent, game, solve)
+        agent = with_exact_endgame(agent, game, solve, solver)
     if name is not None:
         agent = renamed(agent, name)
     elif kind in ("net", "gtp"):

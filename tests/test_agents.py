@@ -139,6 +139,23 @@ def test_network_agent_raw_policy_takes_the_top_legal_logit():
     np.testing.assert_array_equal(np.asarray(agent.act(states, jax.random.PRNGKey(0))), expected)
 
 
+def test_solve_option_plays_endgames_perfectly():
+    from othello_jax.solver import solve_batch
+
+    game = Othello(4)
+    agent = parse_agent("random:solve=16", game)  # a 4x4 board has at most 12 empties: all solved
+    assert agent.name == "random,solve=16" and agent.jittable
+    states = random_positions(4, seed=5)
+    actions = agent.act(states, jax.random.PRNGKey(0))
+    assert legal_at(game, states, actions).all()
+    best = solve_batch(states, game, 16).score
+    after = solve_batch(game.step(states, actions), game, 16).score
+    live = ~np.asarray(states.terminal)
+    np.testing.assert_array_equal(-np.asarray(after)[live], np.asarray(best)[live])
+    with pytest.raises(AgentSpecError, match="solver=... only goes with solve=E"):
+        parse_agent("random:solver=c", game)
+
+
 def test_spec_names_and_shorthands():
     game = Othello(6)
     assert parse_agent("alphabeta:3", game).name == "alphabeta:depth=3"
