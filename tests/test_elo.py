@@ -91,3 +91,20 @@ def test_rate_agents_and_plot(tmp_path):
     path = elo.plot_elo(extended, {"random": 1, "greedy": 2}, tmp_path / "elo.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "greedy" in extended.table()
+
+
+def test_ladder_script_rates_checkpoints(tmp_path, capsys):
+    from experiments import eval_ladder
+    from tests.tiny_checkpoint import save_tiny_checkpoint
+
+    first = save_tiny_checkpoint(tmp_path / "run-a", board_size=4, seed=0)
+    second = save_tiny_checkpoint(tmp_path / "run-b", board_size=4, seed=1)
+    out = tmp_path / "elo.png"
+    code = eval_ladder.main([f"--checkpoint=10={first}", f"--checkpoint=20={second}", "--baselines=random",
+                             "--games=8", f"--out={out}"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "iteration 10 vs iteration 20" in printed and "iteration 20 vs random" in printed
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert eval_ladder.main(["--baselines=random"]) == 2
+    assert "give --workdir" in capsys.readouterr().err
