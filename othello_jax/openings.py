@@ -18,7 +18,6 @@ import numpy as np
 
 from othello_jax import alphabeta
 from othello_jax.game import NotationError, Othello, State, format_transcript, parse_transcript
-from othello_jax.game import bitboard as bb
 
 
 class OpeningError(ValueError):

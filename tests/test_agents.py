@@ -69,7 +69,6 @@ def test_alphabeta_prunes():
 
 
 def test_heuristic_prefers_corners_and_final_scores_dominate():
-    game = Othello(8)
     empty = bb.constant(0)
     corner = bb.constant(1)  # a1
     x_square = bb.constant(1 << 9)  # b2, next to the empty a1 corner
