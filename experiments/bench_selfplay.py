@@ -8,7 +8,8 @@ four embeddings, interleaved and best-of-``repeats``:
 - ``floor/replay``: a do-nothing embedding (the node index) that replays the othello_jax trees
   exactly (recorded priors, values, rewards; the network still runs on a dummy input). Same
   trees, no game: what mctx and the network cost by themselves;
-- ``floor/noop``: a do-nothing embedding whose trees are whatever the network's priors give.
+- ``floor/noop``: a do-nothing embedding whose trees are whatever the network's priors give;
+- ``network only``: the network evaluated as often as in one search, nothing else.
 
 It prints ms per search call, moves/s (B / time), network evaluations/s (B * (sims + 1) / time),
 tree depths, and the ratio pgx / othello_jax. ``--selfplay`` also times ``play_games``. Usage::
@@ -60,6 +61,27 @@ def network(name: str, size: int, dtype: str) -> tuple[Callable, dict]:
 # ---------------------------------------------------------------------------------------------
 # the same search over different embeddings; each returns (jitted fn, its arguments)
 # ---------------------------------------------------------------------------------------------
+def mctx_search(config, variables, key, root, recurrent_fn, invalid):
+    """The configured variant with the same backup implementation as ``run_search`` uses."""
+    with search.mctx_backward(bool(config.batched_backward)):
+        return search.VARIANTS[config.variant](config, variables, key, root, recurrent_fn, invalid)
+
+
+def network_only(game: Othello, apply_fn, variables, batch: int, calls: int):
+    """The network alone, as often as one search calls it (a lower bound for every embedding)."""
+    obs = game.observation(jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), game.init()))
+
+    @jax.jit
+    def run(variables, obs):
+        def body(_, total):
+            logits, value = apply_fn(variables, obs + 0.0 * total[:, None, None, None])
+            return total + value + logits[:, 0]
+
+        return jax.lax.fori_loop(0, calls, body, jnp.zeros(obs.shape[0]))
+
+    return run, (variables, obs)
+
+
 def othello_jax_search(config, game: Othello, apply_fn, variables, batch: int):
     states = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), game.init())
 
@@ -99,7 +121,7 @@ def pgx_search(config, apply_fn, variables, batch: int):
         logits, value = apply_fn(variables, states.observation.astype(jnp.float32))
         legal = states.legal_action_mask
         root = mctx.RootFnOutput(prior_logits=search.mask_logits(logits, legal), value=value, embedding=states)
-        out = search.VARIANTS[config.variant](config, variables, search_key, root, recurrent_fn, ~legal)
+        out = mctx_search(config, variables, search_key, root, recurrent_fn, ~legal)
         return out.action, out.tree.parents
 
     return run, (variables, states, jax.random.key(1))
@@ -129,7 +151,7 @@ def replay_floor_search(config, game: Othello, apply_fn, variables, batch: int, 
         root = mctx.RootFnOutput(prior_logits=priors[:, 0] + 0.0 * logits, value=raw_values[:, 0] + 0.0 * value,
                                  embedding=node)
         invalid = priors[:, 0] <= jnp.finfo(jnp.float32).min
-        out = search.VARIANTS[config.variant](config, variables, search_key, root, recurrent_fn, invalid)
+        out = mctx_search(config, variables, search_key, root, recurrent_fn, invalid)
         return out.action, out.tree.parents
 
     return run, (variables, jnp.zeros((batch,), jnp.int32), jax.random.key(1))
@@ -150,8 +172,7 @@ def noop_floor_search(config, game: Othello, apply_fn, variables, batch: int):
         eval_key, search_key = jax.random.split(key)
         logits, value = apply_fn(variables, obs)
         root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=node)
-        out = search.VARIANTS[config.variant](config, variables, search_key, root, recurrent_fn,
-                                              jnp.zeros_like(logits, bool))
+        out = mctx_search(config, variables, search_key, root, recurrent_fn, jnp.zeros_like(logits, bool))
         return out.action, out.tree.parents
 
     return run, (variables, jnp.zeros((batch,), jnp.float32), jax.random.key(1))
@@ -188,6 +209,7 @@ def bench_search(args, batch: int) -> dict[str, float]:
     config = search.default_search_config()
     config.variant = args.variant
     config.num_simulations = args.simulations
+    config.batched_backward = not args.mctx_backward
     apply_fn, variables = network(args.network, 8, args.dtype)
 
     ours, ours_args = othello_jax_search(config, game, apply_fn, variables, batch)
@@ -203,18 +225,22 @@ def bench_search(args, batch: int) -> dict[str, float]:
     for name, (fn, fn_args) in calls.items():  # compile and record the trees
         if name != "othello_jax":
             tree_parents[name] = jax.block_until_ready(fn(*fn_args))[1]
+    calls["network only"] = network_only(game, apply_fn, variables, batch, args.simulations + 1)
+    jax.block_until_ready(calls["network only"][0](*calls["network only"][1]))
     if "floor/replay" in calls:
         assert np.array_equal(np.asarray(tree_parents["floor/replay"]), np.asarray(parents)), "replay is not exact"
 
     seconds = best_times(calls, args.repeats)
     net = args.network if args.network == "trivial" else f"{args.network} {PRESETS[args.network][0]}x{PRESETS[args.network][1]}"
+    backup = "mctx's backward" if args.mctx_backward else "batched backward"
     print(f"\nsearch: B={batch}, {args.simulations} simulations, {args.variant}, network {net} ({args.dtype}), "
-          f"start position, best of {args.repeats}, {jax.devices()[0].platform}")
+          f"{backup}, start position, best of {args.repeats}, {jax.devices()[0].platform}")
     print(f"  {'embedding':<14} {'ms/call':>9} {'moves/s':>9} {'net evals/s':>12}   tree depth mean / max")
     for name, t in seconds.items():
-        mean_depth, max_depth = depths(tree_parents[name])
-        print(f"  {name:<14} {1e3 * t:9.1f} {batch / t:9.0f} {batch * (args.simulations + 1) / t:12.0f}"
-              f"   {mean_depth:5.2f} / {max_depth}")
+        searched = name in tree_parents  # the network-only row plays no moves
+        moves = f"{batch / t:9.0f}" if searched else f"{'-':>9}"
+        trees = "   %5.2f / %d" % depths(tree_parents[name]) if searched else ""
+        print(f"  {name:<14} {1e3 * t:9.1f} {moves} {batch * (args.simulations + 1) / t:12.0f}{trees}")
     if "pgx" in seconds:
         print(f"  pgx / othello_jax = {seconds['pgx'] / seconds['othello_jax']:.2f}x")
     if "floor/replay" in seconds:
@@ -229,6 +255,7 @@ def bench_selfplay(args, batch: int) -> None:
     search_config = search.default_search_config()
     search_config.variant = args.variant
     search_config.num_simulations = args.simulations
+    search_config.batched_backward = not args.mctx_backward
     config = selfplay.default_selfplay_config()
     config.num_games = batch
     apply_fn, variables = network(args.network, 8, args.dtype)
@@ -261,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--embeddings", default="pgx,replay,noop", help="comma list among pgx, replay, noop")
     parser.add_argument("--selfplay", action="store_true", help="also time play_games")
+    parser.add_argument("--mctx-backward", action="store_true",
+                        help="back up with mctx's own backward instead of othello_jax.search.batched_backward")
     parser.add_argument("--no-search", action="store_true", help="skip the search comparison")
     args = parser.parse_args(argv)
     if args.variant not in search.VARIANTS:

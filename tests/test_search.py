@@ -226,6 +226,21 @@ def test_terminal_positions_in_and_at_the_root(variant):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+def test_batched_backward_builds_identical_trees(variant):
+    game = Othello(4)
+    states = pick_positions(game, random_positions(4), BATCH, want_pass=True)
+    with search.mctx_backward(True) as swapped:
+        assert swapped, "mctx's backward should be replaceable in the installed mctx"
+    fast = run(deterministic(variant), game, states)
+    slow = run(config(variant, batched_backward=False, gumbel_scale=0.0, dirichlet_fraction=0.0), game, states)
+    for a, b in zip(jax.tree.leaves(fast), jax.tree.leaves(slow)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert np.asarray(fast.tree.node_visits)[:, 0].min() == SIMS + 1
+    from mctx._src import search as mctx_search
+    assert mctx_search.backward is not search.batched_backward  # restored after tracing
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_select_action_temperature(variant):
     game = Othello(6)
     states = pick_positions(game, random_positions(6), BATCH, want_pass=False)
