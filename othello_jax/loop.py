@@ -57,6 +57,7 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
     iterations) and ``gate`` (every ``gating.every`` iterations when gating is on) default to the
     arena-based ones in :mod:`othello_jax.evaluation_hooks`.
     """
+    session_start = time.perf_counter()
     run_config.check_config(config)
     if config.distributed:
         jax.distributed.initialize()
@@ -100,8 +101,10 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
                     config=json.loads(config.to_json_best_effort()))
         ckpts.save(iteration, state, key, meta, save_buffer=bool(config.checkpoint.save_buffer))
 
+    elapsed += time.perf_counter() - session_start  # setup, compilation of nothing yet, restore
     try:
         for iteration in range(start, total):
+            lap = time.perf_counter()
             index = run_config.stage_index(stages, iteration)
             stage = run_config.stage_config(config, stages, index)
             compile_s = 0.0
@@ -118,9 +121,8 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
             state, metrics = compiled[index](state, step_key)
             metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
             seconds = time.perf_counter() - t0
-            elapsed += seconds + compile_s
             done = iteration + 1
-            record = dict(metrics, iteration=done, iteration_s=seconds, compile_s=compile_s, elapsed_s=elapsed,
+            record = dict(metrics, iteration=done, iteration_s=seconds, compile_s=compile_s,
                           positions_per_s=metrics["positions"] / seconds,
                           games_per_s=float(stage.selfplay.num_games) / seconds,
                           evaluations_per_s=train.network_evaluations(stage, game) / seconds,
@@ -137,6 +139,8 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
                     best = score
                     ckpts.save_best(done, {"params": state.params, "batch_stats": state.batch_stats},
                                     dict(expect, iteration=done, score=score, evaluation=scores))
+            elapsed += time.perf_counter() - lap  # everything: compile, play, train, evaluate
+            record["elapsed_s"] = elapsed
             if primary:
                 log.write(record)
             out_of_time = budget > 0 and elapsed >= budget

@@ -16,7 +16,7 @@ import ml_collections
 from ml_collections import ConfigDict
 
 from othello_jax import search, selfplay
-from othello_jax.game import SIZES
+from othello_jax.game import SIZES, Othello
 
 
 def default_config() -> ConfigDict:
@@ -56,8 +56,9 @@ def default_config() -> ConfigDict:
     # AlphaGo Zero style gating: the latest net must score >= threshold against the self-play champion
     c.gating = ConfigDict(dict(enabled=False, every=5, games=128, threshold=0.55, num_simulations=0))
     # arena evaluation every `every` iterations (0 = never); num_simulations 0 = as in self-play
-    c.eval = ConfigDict(dict(every=0, games=64, opponents="random,greedy,alphabeta3", num_simulations=0,
-                             best_metric="mean"))
+    # opponents: agent specs (see othello_jax.agents.parse_agent) separated by spaces
+    c.eval = ConfigDict(dict(every=0, games=64, opponents="random greedy alphabeta:depth=3",
+                             num_simulations=0, best_metric="mean"))
     c.checkpoint = ConfigDict(dict(every=5, keep=3, save_buffer=True))
     return c
 
@@ -82,7 +83,18 @@ def check_config(config: ConfigDict) -> None:
     need(int(config.eval.every) >= 0, "eval.every must be >= 0 (0 = never)")
     need(0.0 < float(config.gating.threshold) <= 1.0, "gating.threshold must be in (0, 1]")
     need(not config.gating.enabled or int(config.gating.every) >= 1, "gating.every must be >= 1")
+    need(int(config.eval.games) >= 2 and int(config.eval.games) % 2 == 0,
+         "eval.games must be even and >= 2 (each opening is played with both colours)")
+    need(not config.gating.enabled or (int(config.gating.games) >= 2 and int(config.gating.games) % 2 == 0),
+         "gating.games must be even and >= 2")
     search.check_search_config(config.search)
+    selfplay.check_selfplay_config(config.selfplay)
+    if int(config.eval.every):
+        from othello_jax import agents
+
+        game = Othello(int(config.board_size))
+        for spec in str(config.eval.opponents).split():
+            agents.parse_agent(spec, game)  # AgentSpecError (a ValueError) names a bad spec
     parse_stages(config.stages, config)
 
 

@@ -22,6 +22,6 @@ def get_config():
     c.optimizer.update(name="adamw", learning_rate=2e-3, weight_decay=1e-4, schedule="cosine",
                        warmup_steps=50, total_steps=60 * 20, end_scale=0.05)
     c.loss.update(l2=0.0)  # AdamW's decoupled weight decay instead
-    c.eval.update(every=10, games=64, opponents="random,greedy,alphabeta3")
+    c.eval.update(every=10, games=64, opponents="random greedy alphabeta:depth=3")
     c.checkpoint.update(every=5, keep=3)
     return c
