@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs othello-jax into ./.venv, trains the 6x6 laptop config (about 30 minutes on a
+# 2-core CPU; re-running resumes), then plays the trained agent (with search) against the
+# random, greedy and alpha-beta depth-3 baselines, both colours, and draws the curves.
+# Set WORKDIR or CONFIG to change where and what it trains.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+CONFIG="${CONFIG:-experiments/configs/othello6_cpu.py}"
+WORKDIR="${WORKDIR:-runs/othello6_cpu}"
+GAMES="${GAMES:-200}"
+SIMS="${SIMS:-32}"
+
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e .
+cli=.venv/bin/othello-jax
+
+echo "== training $CONFIG into $WORKDIR"
+"$cli" train --config="$CONFIG" --workdir="$WORKDIR"
+"$cli" plot "$WORKDIR"
+
+size=$(.venv/bin/python -c "import runpy; print(runpy.run_path('$CONFIG')['get_config']().board_size)")
+for opponent in random greedy alphabeta:depth=3; do
+  echo "== trained agent (${SIMS} simulations) vs $opponent, $GAMES games, both colours"
+  "$cli" eval --size="$size" --black="net:ckpt=$WORKDIR,sims=$SIMS" --white="$opponent" \
+    --games="$GAMES"
+done
