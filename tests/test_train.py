@@ -117,3 +117,94 @@ def test_network_config_overrides_preset():
     config.network.update(preset="small", channels=32, dtype="bfloat16")
     net = train.network_config(config)
     assert (net.blocks, net.channels, net.dtype) == (6, 32, "bfloat16")
+
+
+# ---------------------------------------------------------------------------------------------
+# run configuration, stages and the command line
+# ---------------------------------------------------------------------------------------------
+def tiny_config():
+    from experiments.configs import tiny_test
+
+    return tiny_test.get_config()
+
+
+def test_stages_override_static_settings_from_their_iteration():
+    from othello_jax import run_config
+
+    config = tiny_config()
+    stages = run_config.parse_stages("10: search.num_simulations=8, selfplay.temperature=0.5; 3: train.unroll=no",
+                                     config)
+    assert [s[0] for s in stages] == [0, 3, 10]
+    assert [run_config.stage_index(stages, i) for i in (0, 2, 3, 9, 10, 99)] == [0, 0, 1, 1, 2, 2]
+    late = run_config.stage_config(config, stages, 2)
+    assert late.search.num_simulations == 8 and late.selfplay.temperature == 0.5 and late.train.unroll == "no"
+    assert config.search.num_simulations == 4  # the base config is untouched
+    for bad, message in [("x: search.num_simulations=8", "must look like"),
+                         ("5: search.nope=1", "names no config field"),
+                         ("5: nope.x=1", "names no config section"),
+                         ("5: search.num_simulations", "key=value"),
+                         ("5: search.variant=puct; 5: search.variant=gumbel", "same iteration")]:
+        with pytest.raises(ValueError, match=message):
+            run_config.parse_stages(bad, config)
+    with pytest.raises(ValueError, match="search.num_simulations=many"):
+        run_config.stage_config(config, run_config.parse_stages("5: search.num_simulations=many", config), 1)
+
+
+def run_cli(capsys, *args):
+    from othello_jax.commands import train as train_command
+
+    code = train_command.main(list(args))
+    return code, capsys.readouterr().err.strip()
+
+
+def test_train_command_reports_bad_input_in_one_line(capsys, tmp_path):
+    cfg = "--config=experiments/configs/tiny_test.py"
+    cases = [
+        ((cfg, f"--workdir={tmp_path}", "--config.nope=1"), "nope"),
+        ((cfg,), "--workdir"),
+        ((f"--workdir={tmp_path}",), "--config"),
+        (("--config=experiments/configs/missing.py", f"--workdir={tmp_path}"), "missing.py"),
+        ((cfg, f"--workdir={tmp_path}", "--config.board_size=5"), "board_size must be one of"),
+        ((cfg, f"--workdir={tmp_path}", "--config.search.variant=alphazero"), "unknown search variant"),
+        ((cfg, f"--workdir={tmp_path}", "--config.train.batch_size=30", "--config.replay.lanes=4"), "multiple"),
+        ((cfg, f"--workdir={tmp_path}", "--config.eval.every=1", "--config.eval.opponents=rnd"), "rnd"),
+        ((cfg, f"--workdir={tmp_path}", "--config.stages=3: search.sims=8"), "names no config field"),
+    ]
+    for args, fragment in cases:
+        code, err = run_cli(capsys, *args)
+        assert code == 2, (args, err)
+        assert err.startswith("othello-jax train: error:") and "\n" not in err and fragment in err, (args, err)
+
+
+def test_resuming_with_a_different_network_is_refused(capsys, tmp_path):
+    from othello_jax import checkpoint, loop
+
+    config = tiny_config()
+    setup = train.Setup.from_config(config, Othello(4), train.make_mesh(1))
+    state = setup.init_state(jax.random.PRNGKey(0), train.initial_resign_state(config))
+    ckpts = checkpoint.Checkpoints(tmp_path, keep=1, async_save=False)
+    ckpts.save(1, state, jax.random.PRNGKey(1), loop.run_meta(config, setup))
+    ckpts.close()
+    code, err = run_cli(capsys, "--config=experiments/configs/tiny_test.py", f"--workdir={tmp_path}",
+                        "--config.network.channels=32")
+    assert code == 2 and "incompatible: network" in err and "\n" not in err
+    assert (tmp_path / "checkpoints" / "1").is_dir()  # the checkpoint is left alone
+
+
+def test_plot_draws_the_curves_of_one_or_more_runs(tmp_path, capsys):
+    from othello_jax.commands import plot as plot_command
+    from othello_jax.metrics import MetricsLog, read_records
+
+    for name in ("a", "b"):
+        log = MetricsLog(tmp_path / name)
+        for i in range(1, 6):
+            log.write({"iteration": i, "loss": 3.0 / i, "policy_loss": 2.0 / i, "value_loss": 1.0 / i,
+                       "positions_per_s": 100.0 * i, "buffer_fill": i / 5, "learning_rate": np.float32(1e-3),
+                       "eval/random": 0.5 + i / 10 if i % 2 == 0 else None})
+        log.truncate_after(4)
+    assert [r["iteration"] for r in read_records(tmp_path / "a")] == [1, 2, 3, 4]
+    assert plot_command.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    png = tmp_path / "a" / "curves.png"
+    assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 10_000
+    assert plot_command.main([str(tmp_path / "nowhere")]) == 2
+    assert "no metrics.jsonl" in capsys.readouterr().err

@@ -8,6 +8,7 @@ Running the same command again resumes from the workdir's last checkpoint.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from absl import flags
 from ml_collections import config_flags
@@ -17,6 +18,11 @@ USAGE = "usage: othello-jax train --config=experiments/configs/othello6_cpu.py -
 
 def parse(argv: list[str]):
     """(config, workdir) from command-line arguments; raises ``ValueError`` with a one-line message."""
+    for i, arg in enumerate(argv):
+        path = arg[len("--config="):] if arg.startswith("--config=") else (
+            argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None)
+        if path is not None and not Path(path.split(":")[0]).is_file():
+            raise ValueError(f"config file {path} not found")
     values = flags.FlagValues()
     config_flag = config_flags.DEFINE_config_file("config", None, "training config file (get_config())",
                                                   flag_values=values, sys_argv=["train"] + list(argv))
@@ -25,6 +31,10 @@ def parse(argv: list[str]):
         values(["train"] + list(argv))
     except flags.Error as error:
         raise ValueError(str(error).splitlines()[0]) from None
+    except (AttributeError, KeyError) as error:  # ml_collections: an override naming no setting
+        raise ValueError(f"--config override names no setting: {error}") from None
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"bad --config override: {str(error).splitlines()[0]}") from None
     if config_flag.value is None:
         raise ValueError("--config=FILE is required")
     if not workdir_flag.value:
