@@ -12,16 +12,14 @@ reads like a self-play checkpoint.
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 import orbax.checkpoint as ocp
 from ml_collections import ConfigDict

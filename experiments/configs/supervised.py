@@ -41,7 +41,7 @@ def get_config(variant: str = "") -> ConfigDict:
     if variant == "cpu":
         c.network = ConfigDict(dict(preset="", blocks=3, channels=32, value_hidden=32, dtype=""))
         c.batch_size = 256
-        c.total_steps = 7_000
+        c.total_steps = 8_000
         c.steps_per_call = 1
         c.optimizer.learning_rate = 3e-3
         c.optimizer.warmup_steps = 200

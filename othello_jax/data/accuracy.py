@@ -25,10 +25,17 @@ TOP_K = (1, 3)
 
 
 def target_rank(logits: jax.Array, legal: jax.Array, action: jax.Array) -> jax.Array:
-    """Number of legal actions scored strictly above the target action (0 = top-1 hit)."""
+    """Position of the target action when legal actions are sorted by logit (0 = top-1 hit).
+
+    Ties rank the lower action index first, as ``argmax`` does, so a constant policy is not
+    credited with every move.
+    """
     masked = jnp.where(legal, logits, -jnp.inf)
-    target = jnp.take_along_axis(masked, action[..., None].astype(jnp.int32), axis=-1)
-    return jnp.sum(masked > target, axis=-1).astype(jnp.int32)
+    action = action.astype(jnp.int32)[..., None]
+    target = jnp.take_along_axis(masked, action, axis=-1)
+    index = jnp.arange(logits.shape[-1], dtype=jnp.int32)
+    ahead = (masked > target) | ((masked == target) & (index < action) & legal)
+    return jnp.sum(ahead, axis=-1).astype(jnp.int32)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 3))

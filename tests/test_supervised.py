@@ -1,0 +1,171 @@
+"""Supervised learning from expert games: batches, augmentation, learning, checkpoints, accuracy."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments.configs.supervised import get_config
+from othello_jax import supervised
+from othello_jax.checkpoint import load_agent_variables
+from othello_jax.commands import accuracy as accuracy_command
+from othello_jax.data import accuracy, expert
+from othello_jax.game import Othello, transform_state
+from othello_jax.game import bitboard as bb
+from othello_jax.model import init_variables, make_network, NetworkConfig
+from othello_jax.optimizers import make_optimizer
+
+GAME = Othello(8)
+
+
+@pytest.fixture(scope="module")
+def small_wthor(shared_data, tmp_path_factory):
+    """A WThor directory with three small years: 1980 and 1981 for training, 2020 held out."""
+    directory = tmp_path_factory.mktemp("wthor")
+    for name in ("WTH_1980.wtb", "WTH_1981.wtb", "WTH_2020.wtb", "WTHOR.JOU", "WTHOR.TRN"):
+        shutil.copy(shared_data / "wthor" / name, directory / name)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def data(small_wthor) -> expert.ExpertData:
+    return expert.load_expert_data(small_wthor, test_from_year=2020)
+
+
+def _config(small_wthor):
+    config = get_config("test")
+    config.data.wthor_dir = str(small_wthor)
+    config.data.cache_dir = ""
+    config.data.test_from_year = 2020
+    config.eval_positions = 0
+    return config
+
+
+def test_samples_are_the_rows_with_one_hot_policies(data):
+    rows = expert.to_device(data.train)
+    index = jnp.arange(10)
+    samples = supervised.expert_samples(rows, index)
+    assert samples.policy.shape == (10, GAME.num_actions)
+    np.testing.assert_array_equal(np.argmax(samples.policy, -1), data.train.action[:10])
+    np.testing.assert_array_equal(samples.value, data.train.value[:10])
+    legal = np.asarray(GAME.legal_moves(samples.state))
+    assert legal[np.arange(10), data.train.action[:10]].all()
+
+
+def _ints(b: bb.Bitboard) -> list[int]:
+    return [int(x) for x in np.asarray(b.lo).astype(np.uint64) | (np.asarray(b.hi).astype(np.uint64) << np.uint64(32))]
+
+
+def test_augmented_batches_move_board_and_target_together(data):
+    one = expert.to_device(expert.take(data.train, np.full(1, 100)))  # a single row, sampled 128 times
+    sample = jax.jit(supervised.sample_batch, static_argnums=(2, 3))
+    batch = sample(one, jax.random.PRNGKey(3), 128, True)
+    state = jax.tree.map(lambda x: x[0], expert.to_state(one))
+    variants = {k: (bb.to_int(s.mover), bb.to_int(s.opponent))
+                for k in range(8) for s in [transform_state(state, k, 8)]}
+    seen = set(zip(_ints(batch.state.mover), _ints(batch.state.opponent)))
+    assert seen <= set(variants.values()) and len(seen) == len(set(variants.values()))  # every symmetry occurs
+    legal = np.asarray(GAME.legal_moves(batch.state))
+    target = np.argmax(np.asarray(batch.policy), -1)
+    assert legal[np.arange(128), target].all()  # the expert move follows the board
+    assert (np.asarray(batch.value) == data.train.value[100]).all()
+    plain = sample(one, jax.random.PRNGKey(3), 8, False)
+    assert (np.asarray(plain.state.mover.lo) == data.train.mover_lo[100]).all()
+
+
+def test_training_steps_fit_a_small_set(data):
+    """A hundred rows are memorised: the policy loss falls well below its start."""
+    config = get_config("test")
+    config.batch_size, config.steps_per_call = 32, 1
+    config.optimizer.update(learning_rate=5e-3, schedule="constant")
+    rows = expert.to_device(expert.take(data.train, slice(0, 128)))
+    net = make_network(8, NetworkConfig.preset("tiny"))
+    variables = init_variables(net, jax.random.PRNGKey(0), 8)
+    optimizer = make_optimizer(config.optimizer)
+    chunk = supervised.make_train_chunk(net, optimizer, config)
+    params, stats, opt_state = variables["params"], variables["batch_stats"], optimizer.init(variables["params"])
+    losses = []
+    for i in range(40):
+        params, stats, opt_state, metrics = chunk(params, stats, opt_state, rows, jax.random.PRNGKey(i))
+        losses.append(float(metrics["policy_loss"]))
+    assert np.isfinite(losses).all()
+    assert np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5]), losses
+
+
+def test_target_rank_counts_ties_like_argmax():
+    legal = jnp.array([[True, True, True, False], [True, False, True, True]])
+    logits = jnp.array([[0.0, 2.0, 1.0, 9.0], [1.0, 5.0, 1.0, 0.5]])
+    assert accuracy.target_rank(logits, legal, jnp.array([1, 0])).tolist() == [0, 0]  # illegal 9.0 ignored
+    assert accuracy.target_rank(logits, legal, jnp.array([0, 2])).tolist() == [2, 1]  # tie: lower index first
+    assert accuracy.target_rank(jnp.zeros((2, 4)), legal, jnp.array([2, 3])).tolist() == [2, 2]
+
+
+def test_constant_policy_scores_the_first_legal_move_only(data):
+    rows = data.test
+    constant = lambda variables, obs: jnp.zeros(obs.shape[:1] + (GAME.num_actions,))
+    rank = accuracy.ranks(constant, None, rows, batch_size=1000)
+    legal = np.asarray(GAME.legal_moves(expert.to_state(rows)))
+    first_legal = np.argmax(legal, -1)
+    np.testing.assert_array_equal(rank == 0, first_legal == rows.action)
+    result = accuracy.summarize(rank, rows)
+    assert result["positions"] == rows.size
+    assert sum(r["positions"] for r in result["by_stage"].values()) == rows.size
+    assert result["seen_in_train"]["positions"] + result["novel"]["positions"] == rows.size
+    assert result["top1"] == pytest.approx(np.mean(first_legal == rows.action))
+    assert result["top1"] < result["top3"] < 1
+
+
+def test_run_saves_a_checkpoint_that_agents_and_the_accuracy_command_read(small_wthor, data, tmp_path, capsys):
+    config = _config(small_wthor)
+    lines = []
+    result = supervised.run(config, tmp_path / "run", log=lines.append)
+    assert any(line.startswith("step      20") for line in lines)
+    assert result["positions"] == data.test.size and 0 < result["top1"] < result["top3"] < 1
+    records = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert records[-1]["step"] == 20 and "eval/top1" in records[-1]
+
+    network, variables, size = load_agent_variables(tmp_path / "run")
+    assert size == 8 and network == NetworkConfig.preset("tiny")
+    assert set(variables) == {"params", "batch_stats"}
+    load_agent_variables(tmp_path / "run" / "best")  # the best network is saved too
+
+    capsys.readouterr()
+    code = accuracy_command.main([f"--checkpoint={tmp_path / 'run'}", f"--wthor={small_wthor}",
+                                  "--cache-dir=", "--test-from-year=2020", "--json"])
+    assert code == 0
+    reported = json.loads(capsys.readouterr().out)
+    assert reported["top1"] == pytest.approx(result["top1"]) and reported["top3"] == pytest.approx(result["top3"])
+    assert set(reported["by_stage"]) == {"0-19", "20-39", "40-59"}
+
+    code = accuracy_command.main([f"--checkpoint={tmp_path / 'run'}", f"--wthor={small_wthor}",
+                                  f"--cache-dir={tmp_path / 'cache'}", "--test-from-year=2020", "--positions=300"])
+    out = capsys.readouterr().out
+    assert code == 0 and "top-1" in out and "moves 40-59" in out and "300 (position, move) pairs" in out
+
+
+def test_accuracy_command_rejects_bad_input(tmp_path, small_wthor, capsys):
+    assert accuracy_command.main([f"--checkpoint={tmp_path / 'nothing'}", f"--wthor={small_wthor}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("othello-jax accuracy: error: checkpoint path") and "\n" not in err
+    assert accuracy_command.main([f"--checkpoint={tmp_path}", f"--wthor={tmp_path / 'no_db'}"]) == 2
+    assert "WThor database not found" in capsys.readouterr().err
+    assert accuracy_command.main([f"--checkpoint={tmp_path}", f"--wthor={small_wthor}", "--positions=-1"]) == 2
+    assert "--positions must be >= 0" in capsys.readouterr().err
+
+
+def test_config_errors_are_one_line(small_wthor):
+    config = _config(small_wthor)
+    config.network.preset = "huge"
+    with pytest.raises(ValueError, match="unknown network preset 'huge'"):
+        supervised.check_config(config)
+    config = _config(small_wthor)
+    config.data.wthor_dir = "/nonexistent/wthor"
+    with pytest.raises(ValueError, match="WThor database not found at /nonexistent/wthor"):
+        supervised.check_config(config)
+    with pytest.raises(ValueError, match="unknown supervised config variant"):
+        get_config("gpu2")
