@@ -32,6 +32,7 @@ import numpy as np
 from othello_jax.agents import Agent, AgentSpecError
 from othello_jax.game import BLACK, Othello, State, board_string, format_transcript
 from othello_jax.gtp_server import GtpError, clean_line, format_vertex, parse_vertex
+from othello_jax.openings import pad_lines
 
 COLOR_NAMES = ("b", "w")  # GTP colour words, indexed by othello_jax colour (0 black, 1 white)
 
@@ -216,19 +217,18 @@ class GtpPlayer:
         """Remember every position along the given lines (forced passes written out)."""
         if not lines:
             return
-        width = max(len(line) for line in lines)
-        table = np.full((len(lines), width), -1, np.int32)
-        for row, line in enumerate(lines):
-            table[row, : len(line)] = line
+        table = pad_lines(lines)
+        width = table.shape[1]
         states = jax.tree.map(lambda x: jnp.broadcast_to(x, (len(lines),) + x.shape), self.game.init())
         parents = np.repeat(np.asarray(_keys(self.game.init(), self.game))[None], len(lines), axis=0)
         for t in range(width):
-            step = np.maximum(table[:, t], 0)
-            states, keys = _stepper(self.game)(states, jnp.asarray(step))
+            moving = table[:, t] >= 0  # shorter lines stay at their last position
+            stepped, keys = _stepper(self.game)(states, jnp.asarray(np.maximum(table[:, t], 0)))
+            states = jax.tree.map(lambda new, old: jnp.where(jnp.asarray(moving), new, old), stepped, states)
             keys = np.asarray(keys)
-            for row in np.flatnonzero(table[:, t] >= 0):
+            for row in np.flatnonzero(moving):
                 self.reached.setdefault(keys[row].tobytes(), (parents[row].tobytes(), int(table[row, t])))
-            parents = keys
+            parents = np.where(moving[:, None], keys, parents)
         self._add_replies(states, np.arange(len(lines)), self.reached)  # the opponent may move first
 
     def history(self, key: bytes) -> list[int]:

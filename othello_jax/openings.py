@@ -147,7 +147,7 @@ def balanced_openings(game: Othello, count: int, plies: int, key: jax.Array, dep
     if count < 1 or plies < 0:
         raise OpeningError(f"need at least one opening of >= 0 plies, got count={count}, plies={plies}")
     draw_key, order_key = jax.random.split(key)
-    total = max(candidates * count, 64)
+    total = max(candidates * count, 256)  # a common floor: small requests share one compiled draw
     states, actions = _random_lines(draw_key, game, total, plies)
     _, value, _ = jax.jit(alphabeta.search, static_argnums=(1, 2))(states, game, depth)
     black, white = game.black_white(states)

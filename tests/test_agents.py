@@ -39,7 +39,7 @@ def legal_at(game: Othello, states: State, actions) -> np.ndarray:
     return legal[np.arange(actions.shape[0]), actions] | np.asarray(states.terminal)
 
 
-CASES = [(4, 1), (4, 3), (6, 3), (8, 2)]
+CASES = [(4, 1), (4, 3), (6, 2), (8, 2)]
 
 
 @pytest.mark.parametrize("size,depth", CASES)
@@ -59,13 +59,13 @@ def test_alphabeta_value_equals_full_width_minimax(size, depth):
 
 
 def test_alphabeta_prunes():
-    """Depth 3 with pruning needs far fewer loop iterations than the full tree has nodes."""
-    game = Othello(6)
-    states = random_positions(6)
-    _, _, iterations = alphabeta.search(states, game, 3)
+    """With pruning, the slowest lane needs fewer loop iterations than its full tree has nodes."""
+    game = Othello(8)
+    states = random_positions(8)
+    _, _, iterations = alphabeta.search(states, game, 2)
     live = ~np.asarray(states.terminal)
     mobility = np.asarray(bb.popcount(states.legal))[live]
-    assert int(iterations) < np.max(mobility) ** 3
+    assert int(iterations) < np.max(mobility) ** 2
 
 
 def test_heuristic_prefers_corners_and_final_scores_dominate():
@@ -118,11 +118,12 @@ def test_greedy_flips_the_most_discs(size):
             assert flips[i, actions[i]] == flips[i].max() > 0
 
 
-def test_mcts_and_network_agents_play_legal_moves():
+def test_network_agents_play_legal_moves():
+    """(Rollout MCTS is checked by the arena, which rejects illegal moves; every search compiles
+    for a while, so this list stays short.)"""
     game = Othello(4)
     states = random_positions(4)
-    for spec in ("mcts:sims=4", "net:preset=tiny", "net:preset=tiny,sims=4,search=puct", "net:preset=tiny,temp=1"):
-        # (one search per simulation count and variant is compiled; keep the list short)
+    for spec in ("net:preset=tiny", "net:preset=tiny,sims=4", "net:preset=tiny,temp=1"):
         agent = parse_agent(spec, game)
         assert legal_at(game, states, agent.act(states, jax.random.PRNGKey(2))).all(), spec
 
@@ -139,7 +140,7 @@ def test_network_agent_raw_policy_takes_the_top_legal_logit():
 
 
 def test_solve_option_plays_endgames_perfectly():
-    from othello_jax.solver import solve_batch
+    from othello_jax.solver import solve_batch_jit as solve_batch
 
     game = Othello(4)
     agent = parse_agent("random:solve=16", game)  # a 4x4 board has at most 12 empties: all solved

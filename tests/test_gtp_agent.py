@@ -10,7 +10,6 @@ import jax
 import numpy as np
 import pytest
 
-from othello_jax import openings
 from othello_jax.agents import AgentSpecError, parse_agent
 from othello_jax.arena import play_match
 from othello_jax.game import Othello, play_transcript
@@ -24,11 +23,14 @@ def engine_spec(*flags: str, timeout: float = 20.0) -> str:
     return f'gtp:cmd="{command}",timeout={timeout}'
 
 
-def play(size: int, spec: str, pairs: int = 2, opening_plies: int = 0):
+OPENINGS_8 = ["f5d6c3d3c4f4", "f5f6e6f4", "f5d6c5f4e3"]
+
+
+def play(size: int, spec: str, pairs: int = 2):
+    """Engine (first) vs random: from the start on small boards, from a few openings on 8x8."""
     game = Othello(size)
     engine = parse_agent(spec, game)
-    lines = ([[] for _ in range(pairs)] if not opening_plies
-             else openings.balanced_openings(game, pairs, opening_plies, jax.random.PRNGKey(0)))
+    lines = ([play_transcript(t, game)[1] for t in OPENINGS_8] if size == 8 else [[] for _ in range(pairs)])
     try:
         return play_match(game, engine, parse_agent("random", game), lines, jax.random.PRNGKey(1))
     finally:
@@ -44,10 +46,10 @@ def test_parse_response():
         parse_response(["d3"])
 
 
-@pytest.mark.parametrize("size,plies", [(4, 0), (8, 6)])
-def test_full_games_against_the_fake_engine(size, plies, tmp_path):
+@pytest.mark.parametrize("size", [4, 8])
+def test_full_games_against_the_fake_engine(size, tmp_path):
     log = tmp_path / "engine.log"
-    result = play(size, engine_spec("--log", str(log)), pairs=6, opening_plies=plies)
+    result = play(size, engine_spec("--log", str(log)), pairs=6)
     game = result.game
     for record in result.records():
         state, _ = play_transcript(record.transcript(size), game)
@@ -62,12 +64,12 @@ def test_full_games_against_the_fake_engine(size, plies, tmp_path):
 
 def test_illegal_reply_is_an_error():
     with pytest.raises(EngineError, match=r"played illegal move [a-h]\d as (black|white) in [XO-]+ [XO]"):
-        play(6, engine_spec("--illegal-at", "3"))
+        play(4, engine_spec("--illegal-at", "3"))
 
 
 def test_crash_is_an_error_with_the_exit_code():
     with pytest.raises(EngineError, match=r"exited \(code 3\) while answering 'genmove [bw]'.*crashing on purpose"):
-        play(6, engine_spec("--crash-at", "2"))
+        play(4, engine_spec("--crash-at", "2"))
 
 
 def test_time_out_is_an_error():
