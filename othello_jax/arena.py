@@ -118,7 +118,7 @@ _EXECUTABLES: dict = {}  # (game, acts, batch) -> compiled match, so compile tim
 
 
 def _play_compiled(game: Othello, first: Agent, second: Agent, starts: State, key: jax.Array) -> _Played:
-    signature = (game, first.act, second.act, starts.ply.shape[0])
+    signature = (game, first.act, second.act, starts.ply.shape[0], str(key.dtype), key.shape)
     compile_seconds = 0.0
     if signature not in _EXECUTABLES:
         if len(_EXECUTABLES) >= 32:
@@ -130,10 +130,15 @@ def _play_compiled(game: Othello, first: Agent, second: Agent, starts: State, ke
     return _Played(np.asarray(moves), (s0, s1), np.asarray(bad_first), np.asarray(bad_second), compile_seconds)
 
 
+@functools.lru_cache(maxsize=None)
+def _host_steps(game: Othello) -> tuple[Callable, Callable]:
+    """Jitted ``_split`` and ``_advance`` for the host loop (built once per board)."""
+    return jax.jit(_split), jax.jit(functools.partial(_advance, game))
+
+
 def _play_host(game: Othello, first: Agent, second: Agent, starts: State, key: jax.Array) -> _Played:
     """Ply by ply from Python (for agents that cannot be traced, such as external engines)."""
-    split = jax.jit(_split)
-    advance = jax.jit(functools.partial(_advance, game))
+    split, advance = _host_steps(game)
     s0 = s1 = starts
     columns, bad_first, bad_second = [], False, False
     for _ in range(max_plies(game)):
