@@ -1,0 +1,154 @@
+"""The C endgame solver (``_csolver.c``), compiled on first use and called through ctypes.
+
+The source ships with the package; the first call compiles it with the system C compiler
+(``$CC``, else ``cc``, ``gcc`` or ``clang``) into a cache directory (``$OTHELLO_JAX_CACHE``, else
+``$XDG_CACHE_HOME/othello_jax``, else ``~/.cache/othello_jax``), keyed by the source, the
+flags and the machine, so later runs load it at once. Without a compiler
+:class:`CSolverUnavailable` says so in one line and callers fall back to the JAX solver.
+
+Positions are plain 64-bit integers here (square = row * 8 + col, A1 = bit 0), the same
+layout as :mod:`othello_jax.game.bitboard`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+from othello_jax.game.bitboard import board_mask_int
+
+SOURCE = Path(__file__).with_name("_csolver.c")
+ABI_VERSION = 3
+DEFAULT_TABLE_BITS = 20  # 2^20 table entries of 24 bytes
+_FLAG_SETS = (["-O3", "-march=native"], ["-O3"])
+
+
+class CSolverUnavailable(RuntimeError):
+    """The C solver could not be built or loaded (no compiler, failed build, foreign platform)."""
+
+
+def cache_dir() -> Path:
+    """Where the compiled library is kept."""
+    if os.environ.get("OTHELLO_JAX_CACHE"):
+        return Path(os.environ["OTHELLO_JAX_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "othello_jax"
+
+
+def _machine_tag() -> str:
+    """What a natively tuned build depends on: architecture and (on Linux) the CPU flags."""
+    tag = platform.system() + platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            tag += next((line for line in f if line.startswith(("flags", "Features"))), "")
+    except OSError:
+        pass
+    return tag
+
+
+def _compiler() -> str:
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return name
+    raise CSolverUnavailable("no C compiler found (set $CC or install cc/gcc/clang); "
+                             "the JAX solver still works")
+
+
+def _build() -> Path:
+    """Compile the solver into the cache (once per source/machine) and return the library path."""
+    source = SOURCE.read_bytes()
+    compiler = _compiler()
+    errors = []
+    for flags in _FLAG_SETS:
+        key = hashlib.sha256(source + " ".join([compiler] + flags).encode() + _machine_tag().encode())
+        target = cache_dir() / f"csolver-{key.hexdigest()[:16]}.so"
+        if target.exists():
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+        os.close(fd)
+        cmd = [compiler, *flags, "-shared", "-fPIC", "-o", tmp, str(SOURCE)]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode == 0:
+            os.replace(tmp, target)  # atomic: concurrent builders never see a partial file
+            return target
+        os.unlink(tmp)
+        errors.append(result.stderr.strip().splitlines()[-1:] or ["(no message)"])
+    raise CSolverUnavailable(f"compiling {SOURCE.name} with {compiler} failed: {errors[-1][0]}")
+
+
+@functools.lru_cache(maxsize=None)
+def library() -> ctypes.CDLL:
+    """The loaded solver library (built on first use); raises CSolverUnavailable."""
+    try:
+        lib = ctypes.CDLL(str(_build()))
+    except OSError as err:
+        raise CSolverUnavailable(f"cannot load the compiled solver: {err}") from None
+    if lib.oj_abi_version() != ABI_VERSION:
+        raise CSolverUnavailable("compiled solver is out of date; delete " + str(cache_dir()))
+    u64, i32, ptr = ctypes.c_uint64, ctypes.c_int, ctypes.c_void_p
+    lib.oj_create.argtypes, lib.oj_create.restype = [u64, i32, i32], ptr
+    lib.oj_destroy.argtypes, lib.oj_destroy.restype = [ptr], None
+    lib.oj_clear.argtypes, lib.oj_clear.restype = [ptr], None
+    lib.oj_solve.argtypes = [ptr, u64, u64, i32, i32, ctypes.POINTER(i32), ctypes.POINTER(u64)]
+    lib.oj_solve.restype = i32
+    lib.oj_flips.argtypes, lib.oj_flips.restype = [u64, u64, i32], u64
+    lib.oj_legal.argtypes, lib.oj_legal.restype = [u64, u64, u64], u64
+    return lib
+
+
+def available() -> bool:
+    """Whether the C solver can be used on this machine (builds it if needed)."""
+    try:
+        library()
+    except CSolverUnavailable:
+        return False
+    return True
+
+
+class CSolver:
+    """One solver with its own transposition table for one board size (not thread-safe)."""
+
+    def __init__(self, size: int = 8, table_bits: int = DEFAULT_TABLE_BITS):
+        self._lib = library()
+        self.size = size
+        self._handle = self._lib.oj_create(board_mask_int(size), size, table_bits)
+        if not self._handle:
+            raise MemoryError(f"cannot allocate a 2^{table_bits}-entry transposition table")
+
+    def __del__(self) -> None:
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            self._lib.oj_destroy(handle)
+
+    def solve(self, mover: int, opponent: int, alpha: int = -64, beta: int = 64) -> tuple[int, int, int]:
+        """(score, best square, nodes): exact inside (alpha, beta), a bound outside.
+
+        The square is row * 8 + col, 64 for a forced pass, -1 when the game is over.
+        """
+        move, nodes = ctypes.c_int(), ctypes.c_uint64()
+        score = self._lib.oj_solve(self._handle, mover, opponent, alpha, beta, ctypes.byref(move), ctypes.byref(nodes))
+        return score, move.value, nodes.value
+
+    def clear(self) -> None:
+        """Forget the transposition table (for timing a solve from scratch)."""
+        self._lib.oj_clear(self._handle)
+
+
+_local = threading.local()
+
+
+def solver_for(size: int) -> CSolver:
+    """This thread's shared solver for a board size (its table persists between calls)."""
+    solvers = _local.__dict__.setdefault("solvers", {})
+    if size not in solvers:
+        solvers[size] = CSolver(size)
+    return solvers[size]

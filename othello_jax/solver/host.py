@@ -1,0 +1,102 @@
+"""Solving positions from the host with the best backend available: the C solver (fast for
+single positions), else the batched JAX solver.
+
+Backends: ``"c"`` (the C solver; an error if it cannot be built), ``"jax"`` (the JAX solver)
+and ``"auto"`` (C when it builds, else JAX, with a one-time warning saying why).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+from othello_jax.game import Othello, State
+from othello_jax.game import bitboard as bb
+from othello_jax.solver import c_solver
+from othello_jax.solver.jax_solver import PASS_SQUARE, solve_batch_jit
+
+BACKENDS = ("auto", "c", "jax")
+
+
+class Solution(NamedTuple):
+    """The exact score of one position (mover's view), a best action (-1 if the game is over)
+    and the nodes searched."""
+
+    score: int
+    action: int
+    nodes: int
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_fallback(reason: str) -> None:
+    warnings.warn(f"using the (slower) JAX solver on the host: {reason}", RuntimeWarning, stacklevel=3)
+
+
+def resolve_backend(backend: str) -> str:
+    """``"auto"`` -> ``"c"`` or ``"jax"``; checks the name and that ``"c"`` can be built."""
+    if backend not in BACKENDS:
+        raise ValueError(f"solver backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "jax":
+        return backend
+    try:
+        c_solver.library()
+    except c_solver.CSolverUnavailable as err:
+        if backend == "c":
+            raise
+        _warn_fallback(str(err))
+        return "jax"
+    return "c"
+
+
+def bitboards_u64(b: bb.Bitboard) -> np.ndarray:
+    """A (batched) bitboard as uint64 numbers, for the C solver."""
+    lo = np.asarray(b.lo).astype(np.uint64)
+    hi = np.asarray(b.hi).astype(np.uint64)
+    return lo | (hi << np.uint64(32))
+
+
+def count_empties(states: State, game: Othello) -> jax.Array:
+    """Empty squares of each position (int32, jittable)."""
+    return game.num_squares - bb.popcount(states.mover) - bb.popcount(states.opponent)
+
+
+def _square_to_action(square: int, size: int) -> int:
+    if square < 0:
+        return -1
+    if square == PASS_SQUARE:
+        return size * size
+    return (square // 8) * size + square % 8
+
+
+def solve_many(states: State, game: Othello = Othello(8), backend: str = "auto", alpha: int = -64,
+               beta: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Solve a batch [B] of positions: (scores, actions, nodes) as numpy int arrays.
+
+    Scores are exact inside (alpha, beta), bounds outside. The JAX backend searches the whole
+    batch at once (its cost grows steeply with the number of empty squares).
+    """
+    backend = resolve_backend(backend)
+    if backend == "jax":
+        max_empties = int(np.max(np.asarray(count_empties(states, game)), initial=0))
+        # round up so batches of similar depth share one compiled search
+        result = solve_batch_jit(states, game, -(-max_empties // 4) * 4, alpha, beta)
+        return tuple(np.asarray(x, np.int64) for x in (result.score, result.action, result.nodes))
+    solver = c_solver.solver_for(game.size)
+    movers, opponents = bitboards_u64(states.mover), bitboards_u64(states.opponent)
+    out = np.zeros((3, len(movers)), np.int64)
+    for i, (mover, opponent) in enumerate(zip(movers.tolist(), opponents.tolist())):
+        score, square, nodes = solver.solve(mover, opponent, alpha, beta)
+        out[:, i] = score, _square_to_action(square, game.size), nodes
+    return out[0], out[1], out[2]
+
+
+def solve(state: State, game: Othello = Othello(8), backend: str = "auto", alpha: int = -64,
+          beta: int = 64) -> Solution:
+    """Solve one (unbatched) position exactly; see :func:`solve_many`."""
+    batch = jax.tree.map(lambda x: np.asarray(x)[None], state)
+    score, action, nodes = solve_many(batch, game, backend, alpha, beta)
+    return Solution(int(score[0]), int(action[0]), int(nodes[0]))

@@ -1,0 +1,130 @@
+"""Test helpers for the endgame solver: an independent brute-force minimax, random late
+positions, and simple batched act functions."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from othello_jax.game import Othello, State
+from othello_jax.game import bitboard as bb
+from tests.game_helpers import random_games
+
+DIRS = [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]
+
+
+class BruteForce:
+    """Plain minimax over the whole game tree (memoized, no pruning), on Python-int boards.
+
+    Written from the rules, sharing nothing with the solver: the exact final disc difference
+    for the side to move, empty squares to the winner.
+    """
+
+    def __init__(self, size: int):
+        self.size = size
+        self.squares = [r * 8 + c for r in range(size) for c in range(size)]
+        self.rays = {sq: self._rays(sq) for sq in self.squares}
+        self.memo: dict[tuple[int, int], int] = {}
+
+    def _rays(self, sq: int) -> list[list[int]]:
+        r0, c0 = divmod(sq, 8)
+        rays = []
+        for dr, dc in DIRS:
+            ray, r, c = [], r0 + dr, c0 + dc
+            while 0 <= r < self.size and 0 <= c < self.size:
+                ray.append(1 << (r * 8 + c))
+                r, c = r + dr, c + dc
+            rays.append(ray)
+        return rays
+
+    def flips(self, me: int, you: int, sq: int) -> int:
+        if (me | you) >> sq & 1:
+            return 0
+        out = 0
+        for ray in self.rays[sq]:
+            line = 0
+            for bit in ray:
+                if you & bit:
+                    line |= bit
+                    continue
+                if me & bit:
+                    out |= line
+                break
+        return out
+
+    def moves(self, me: int, you: int) -> list[int]:
+        return [sq for sq in self.squares if self.flips(me, you, sq)]
+
+    def final(self, me: int, you: int) -> int:
+        mine, theirs = bin(me).count("1"), bin(you).count("1")
+        diff, empties = mine - theirs, self.size * self.size - mine - theirs
+        return diff + (empties if diff > 0 else -empties if diff < 0 else 0)
+
+    def child(self, me: int, you: int, sq: int) -> tuple[int, int]:
+        """The position after the mover plays ``sq`` (64 = pass), from the next mover's view."""
+        if sq == 64:
+            return you, me
+        f = self.flips(me, you, sq)
+        return you & ~f, me | f | (1 << sq)
+
+    def value(self, me: int, you: int) -> int:
+        key = (me, you)
+        if key not in self.memo:
+            moves = self.moves(me, you)
+            if moves:
+                best = max(-self.value(*self.child(me, you, sq)) for sq in moves)
+            elif self.moves(you, me):
+                best = -self.value(you, me)
+            else:
+                best = self.final(me, you)
+            self.memo[key] = best
+        return self.memo[key]
+
+
+def to_ints(states: State) -> tuple[list[int], list[int]]:
+    """Batched states -> (mover ints, opponent ints)."""
+    def ints(b):
+        return [int(lo) | (int(hi) << 32) for lo, hi in zip(np.asarray(b.lo).tolist(), np.asarray(b.hi).tolist())]
+    return ints(states.mover), ints(states.opponent)
+
+
+def random_positions(game: Othello, empties: list[int], seed: int) -> State:
+    """One position per entry of ``empties`` with that many empty squares (or the end of a game
+    finished with fewer), each from its own uniformly random game."""
+    records = random_games(game, 2 * len(empties) + 16, seed)
+    left = game.num_squares - records["black"].sum((2, 3)) - records["white"].sum((2, 3))
+    rows, plies, next_game = [], [], 0
+    for wanted in empties:
+        while left[next_game].min() > wanted:  # this game ended with more empty squares
+            next_game += 1
+        rows.append(next_game)
+        plies.append(int(np.argmax(left[next_game] <= wanted)))
+        next_game += 1
+    rows, plies = np.asarray(rows), np.asarray(plies)
+    black = bb.from_grid(jnp.asarray(records["black"][rows, plies]))
+    white = bb.from_grid(jnp.asarray(records["white"][rows, plies]))
+    color = jnp.asarray(records["color"][rows, plies])
+    mover, opponent = bb.where(color == 1, white, black), bb.where(color == 1, black, white)
+    return game.from_discs(mover, opponent, color, ply=jnp.asarray(records["ply"][rows, plies]))
+
+
+def greedy_act(game: Othello):
+    """Batched act: the placement flipping the most discs (lowest action on ties), else pass."""
+    def act(states: State, key: jax.Array) -> jax.Array:
+        actions = jnp.arange(game.num_actions, dtype=jnp.int32)
+        tiled = jax.tree.map(lambda x: jnp.repeat(x[:, None], game.num_actions, axis=1), states)
+        children = game.step(tiled, jnp.broadcast_to(actions, tiled.ply.shape))
+        gained = bb.popcount(children.opponent) - bb.popcount(tiled.mover)
+        legal = game.legal_moves(states)
+        return jnp.argmax(jnp.where(legal, gained, -1), axis=1).astype(jnp.int32)
+    return act
+
+
+def random_act(game: Othello):
+    """Batched act: a uniformly random legal action."""
+    def act(states: State, key: jax.Array) -> jax.Array:
+        legal = game.legal_moves(states)
+        logits = jnp.where(legal | states.terminal[:, None], 0.0, -jnp.inf)
+        return jax.random.categorical(key, logits).astype(jnp.int32)
+    return act

@@ -1,0 +1,297 @@
+"""The exact endgame solvers (C and JAX) against brute-force minimax, the FFO test positions,
+the perfect-endgame agent wrapper and the exact training targets."""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from othello_jax.game import NotationError, Othello, parse_board
+from othello_jax.solver import (
+    CSolver,
+    CSolverUnavailable,
+    c_solver,
+    exact_values,
+    load_obf,
+    parse_obf_line,
+    resolve_backend,
+    solve,
+    solve_batch_jit,
+    solve_many,
+    with_exact_endgame,
+)
+from othello_jax.solver.host import _square_to_action
+from tests.solver_helpers import BruteForce, greedy_act, random_act, random_positions, to_ints
+
+GAME = Othello(8)
+JAX_EMPTIES = 10  # one compiled search depth for all 8x8 JAX checks
+# White to move; only H8 wins (+10). The greedy move E1 (5 flips, lowest of two) loses by 2.
+ONLY_WIN_NOT_GREEDY = "XXXX-X--XXXXXOOOOXOXXXOOOXXOXOXOOXOXXXXXOXXOOOXX-XXXXXXX-X--X-O- O"
+H8 = 63
+
+
+def ints_of(state):
+    return [x[0] for x in to_ints(jax.tree.map(lambda a: np.asarray(a)[None], state))]
+
+
+def empties_of(state) -> int:
+    m, o = ints_of(state)
+    return 64 - bin(m | o).count("1")
+
+
+@pytest.fixture(scope="module")
+def positions():
+    """8x8 positions: 2000 with 0..7 empty squares and 24 with 8..10, with brute-force values."""
+    rng = np.random.default_rng(0)
+    empties = list(rng.integers(0, 8, 2000)) + [8] * 14 + [9] * 6 + [10] * 4
+    states = random_positions(GAME, empties, seed=5)
+    movers, opponents = to_ints(states)
+    brute = BruteForce(8)
+    values = np.array([brute.value(m, o) for m, o in zip(movers, opponents)])
+    return states, movers, opponents, values, brute
+
+
+def check_moves(brute, movers, opponents, values, actions, size):
+    """Every returned action is legal (or -1 for a finished game) and reaches the value."""
+    for m, o, v, a in zip(movers, opponents, values, actions):
+        moves = brute.moves(m, o)
+        if a == -1:
+            assert not moves and not brute.moves(o, m)
+            continue
+        a = int(a)
+        square = 64 if a == size * size else (a // size) * 8 + a % size
+        assert square in moves or (square == 64 and not moves and brute.moves(o, m))
+        assert -brute.value(*brute.child(m, o, square)) == v
+
+
+def test_c_move_generator_matches_rules(positions):
+    states, movers, opponents, _, brute = positions
+    lib = c_solver.library()
+    for m, o in list(zip(movers, opponents))[:300]:
+        legal = lib.oj_legal(m, o, (1 << 64) - 1)
+        assert legal == sum(1 << sq for sq in brute.moves(m, o))
+        for sq in range(64):
+            if not (m | o) >> sq & 1:  # the C flips are defined for empty squares
+                assert lib.oj_flips(m, o, sq) == brute.flips(m, o, sq)
+
+
+def test_c_solver_matches_brute_force(positions):
+    states, movers, opponents, values, brute = positions
+    scores, actions, nodes = solve_many(states, GAME, backend="c")
+    assert np.array_equal(scores, values)
+    assert (nodes >= 1).all()
+    check_moves(brute, movers, opponents, values, actions, 8)
+
+
+def test_jax_solver_matches_brute_force(positions):
+    states, movers, opponents, values, brute = positions
+    small, large = slice(0, 1024), slice(2000, None)  # batch the hard positions apart
+    for part in (small, large):
+        batch = jax.tree.map(lambda x: x[part], states)
+        result = solve_batch_jit(batch, GAME, JAX_EMPTIES)
+        assert np.asarray(result.solved).all()
+        assert np.array_equal(np.asarray(result.score), values[part])
+        check_moves(brute, movers[part], opponents[part], values[part], np.asarray(result.action), 8)
+
+
+@pytest.mark.parametrize("size,max_empties", [(6, 10), (4, 10)])
+def test_small_boards_match_brute_force(size, max_empties):
+    game = Othello(size)
+    empties = list(np.random.default_rng(size).integers(0, max_empties + 1, 96))
+    states = random_positions(game, empties, seed=size)
+    movers, opponents = to_ints(states)
+    brute = BruteForce(size)
+    values = np.array([brute.value(m, o) for m, o in zip(movers, opponents)])
+    result = solve_batch_jit(states, game, max_empties)
+    assert np.array_equal(np.asarray(result.score), values)
+    check_moves(brute, movers, opponents, values, np.asarray(result.action), size)
+    scores, actions, _ = solve_many(states, game, backend="c")
+    assert np.array_equal(scores, values)
+    check_moves(brute, movers, opponents, values, actions, size)
+
+
+def test_windows_give_fail_soft_bounds(positions):
+    """Inside the window the score is exact; outside it is a bound on the right side."""
+    states, _, _, values, _ = positions
+    batch = jax.tree.map(lambda x: x[:256], states)
+    exact = values[:256]
+    for alpha, beta in [(-1, 1), (10, 12), (-20, -2)]:
+        jax_scores = np.asarray(solve_batch_jit(batch, GAME, JAX_EMPTIES, alpha, beta).score)
+        c_scores = solve_many(batch, GAME, "c", alpha, beta)[0]
+        for scores in (jax_scores, c_scores):
+            inside = (exact > alpha) & (exact < beta)
+            assert np.array_equal(scores[inside], exact[inside])
+            assert (scores[exact <= alpha] <= alpha).all() and (scores[exact <= alpha] >= exact[exact <= alpha]).all()
+            assert (scores[exact >= beta] >= beta).all() and (scores[exact >= beta] <= exact[exact >= beta]).all()
+
+
+def test_unsolved_positions_are_marked(positions):
+    states, *_ = positions
+    opening = jax.tree.map(lambda x: x[None], GAME.init())
+    result = solve_batch_jit(opening, GAME, JAX_EMPTIES)
+    assert not bool(result.solved[0]) and int(result.action[0]) == -1
+
+
+def test_forced_pass_and_finished_game():
+    # black to move has no placement, white has: the best (only) move is a pass
+    state, _ = parse_board("OOOOOOOO" * 7 + "OOOOOX-- X")
+    brute = BruteForce(8)
+    m, o = ints_of(state)
+    assert not brute.moves(m, o) and brute.moves(o, m)
+    over, _ = parse_board("X" * 61 + "---" + " O")  # white has no discs: the game is over
+    assert bool(over.terminal)
+    for backend in ("c", "jax"):
+        played = solve(state, GAME, backend)
+        assert played.action == GAME.pass_action and played.score == brute.value(m, o)
+        finished = solve(over, GAME, backend)
+        assert finished.action == -1 and finished.score == -64
+
+
+def test_ffo_file_loads(shared_data):
+    problems = load_obf(shared_data / "ffo" / "fforum-40-59.obf")
+    assert [p.number for p in problems] == list(range(40, 60))
+    first = problems[0]
+    assert first.score == 38 and first.best_actions == [8]  # A2
+    assert empties_of(first.state) == 20
+    with pytest.raises(NotationError, match="move score"):
+        parse_obf_line(first.board + "; A2=38;")
+
+
+def ffo(shared_data, numbers):
+    problems = load_obf(shared_data / "ffo" / "fforum-40-59.obf")
+    return [p for p in problems if p.number in numbers]
+
+
+def solve_and_report(problem, solver):
+    m, o = ints_of(problem.state)
+    start = time.process_time()
+    score, square, nodes = solver.solve(m, o)
+    seconds = time.process_time() - start
+    empties = 64 - bin(m | o).count("1")
+    print(f"FFO #{problem.number}: {empties} empties, score {score:+d}, {nodes:,} nodes, {seconds:.2f}s CPU")
+    return score, _square_to_action(square, 8)
+
+
+@pytest.mark.parametrize("number", range(40, 45))
+def test_ffo_40_to_44_exact(shared_data, number):
+    (problem,) = ffo(shared_data, [number])
+    score, action = solve_and_report(problem, CSolver(8))
+    assert score == problem.score
+    assert action in problem.best_actions
+
+
+@pytest.mark.parametrize("number", range(45, 50))
+def test_ffo_45_to_49_along_the_best_line(shared_data, number):
+    """The known best move, then the solver's own best moves down to 20 empty squares: every
+    position on the line keeps the published score (sign alternating with the mover)."""
+    (problem,) = ffo(shared_data, [number])
+    solver = CSolver(8)
+    state, sign = GAME.step(problem.state, problem.best_actions[0]), -1
+    while True:
+        m, o = ints_of(state)
+        score, square, _ = solver.solve(m, o)
+        assert sign * score == problem.score
+        if 64 - bin(m | o).count("1") <= 20:
+            break
+        state, sign = GAME.step(state, _square_to_action(square, 8)), -sign
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("number", range(45, 50))
+def test_ffo_45_to_49_exact(shared_data, number):
+    (problem,) = ffo(shared_data, [number])
+    score, action = solve_and_report(problem, CSolver(8))
+    assert score == problem.score
+    assert action in problem.best_actions
+
+
+def test_jax_solver_on_an_ffo_line(shared_data):
+    """FFO #40 followed down its principal variation to 10 empties, solved on device."""
+    (problem,) = ffo(shared_data, [40])
+    solver = CSolver(8)
+    state, sign = problem.state, 1
+    while empties_of(state) > JAX_EMPTIES:
+        _, square, _ = solver.solve(*ints_of(state))
+        state, sign = GAME.step(state, _square_to_action(square, 8)), -sign
+    result = solve_batch_jit(jax.tree.map(lambda x: x[None], state), GAME, JAX_EMPTIES)
+    assert sign * int(result.score[0]) == problem.score
+
+
+@pytest.mark.parametrize("backend", ["jax", "c"])
+def test_agent_finds_the_only_winning_move_greedy_misses(backend):
+    state, _ = parse_board(ONLY_WIN_NOT_GREEDY)
+    batch = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
+    brute = BruteForce(8)
+    m, o = ints_of(state)
+    values = {sq: -brute.value(*brute.child(m, o, sq)) for sq in brute.moves(m, o)}
+    assert [sq for sq, v in values.items() if v > 0] == [H8]
+    greedy = greedy_act(GAME)
+    key = jax.random.key(0)
+    assert values[int(greedy(batch, key)[0])] < 0  # greedy throws the win away
+    perfect = with_exact_endgame(greedy, GAME, 10, backend=backend)
+    if backend == "jax":
+        perfect = jax.jit(perfect)
+    assert int(np.asarray(perfect(batch, key))[0]) == H8
+    early = with_exact_endgame(greedy, GAME, 8, backend=backend)  # 9 empties: not solved
+    assert int(np.asarray(early(batch, key))[0]) == int(greedy(batch, key)[0])
+
+
+def test_agent_plays_the_last_moves_perfectly():
+    """A random agent wrapped to solve the last 8 empties, against random play: each of its
+    moves keeps the exact value of the position (checked by brute force)."""
+    game, max_empties, games = GAME, 8, 32
+    states = random_positions(game, [max_empties] * games, seed=9)
+    perfect = jax.jit(with_exact_endgame(random_act(game), game, max_empties))
+    opponent = random_act(game)
+    brute = BruteForce(8)
+    key, checked = jax.random.key(1), 0
+    for turn in range(2 * max_empties + 2):
+        key, k1 = jax.random.split(key)
+        ours = turn % 2 == 0
+        actions = np.asarray(perfect(states, k1) if ours else opponent(states, k1))
+        if ours:
+            for m, o, a, over in zip(*to_ints(states), actions, np.asarray(states.terminal)):
+                if over:
+                    continue
+                square = 64 if a == 64 else int(a)
+                assert -brute.value(*brute.child(m, o, square)) == brute.value(m, o)
+                checked += 1
+        states = game.step(states, jnp.asarray(actions))
+    assert np.asarray(states.terminal).all() and checked > games * 3
+
+
+@pytest.mark.parametrize("kind", ["sign", "disc"])
+def test_exact_values_for_training(positions, kind):
+    states, _, _, values, _ = positions
+    # mix solvable positions with ones that have too many empty squares
+    batch = jax.tree.map(lambda x: x[:200], states)
+    limit = 5
+    value, solved = jax.jit(exact_values, static_argnums=(1, 2, 3))(batch, GAME, limit, kind)
+    empties = 64 - np.array([bin(m | o).count("1") for m, o in zip(*to_ints(batch))])
+    expected = np.sign(values[:200]) if kind == "sign" else values[:200]
+    assert np.array_equal(np.asarray(solved), empties <= limit)
+    assert np.array_equal(np.asarray(value)[empties <= limit], expected[empties <= limit])
+    assert (np.asarray(value)[empties > limit] == 0).all()
+    assert np.asarray(value).dtype == np.float32
+
+
+def test_without_a_compiler_auto_falls_back_to_jax(monkeypatch, tmp_path):
+    monkeypatch.setenv("OTHELLO_JAX_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", "no-such-compiler")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    c_solver.library.cache_clear()
+    try:
+        with pytest.raises(CSolverUnavailable, match="no C compiler"):
+            c_solver.library()
+        with pytest.warns(RuntimeWarning, match="JAX solver"):
+            assert resolve_backend("auto") == "jax"
+        with pytest.raises(CSolverUnavailable):
+            resolve_backend("c")
+    finally:
+        c_solver.library.cache_clear()
+    with pytest.raises(ValueError, match="backend must be one of"):
+        resolve_backend("gpu")
