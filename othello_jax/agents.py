@@ -37,6 +37,10 @@ class Agent:
     start_games: optional hook for host agents that must know how positions were reached (a
         GTP engine replays moves): the arena calls it with each game's opening moves.
     close: optional hook releasing resources (engine processes).
+    params, act_with_params: optional split of ``act`` into ``act_with_params(params, states,
+        key)`` and its (array) parameters, e.g. a network's variables. The arena then passes
+        the parameters as arguments, so agents differing only in parameters (the checkpoints of
+        a run) share one compiled match instead of baking each network into its own.
     """
 
     name: str
@@ -44,6 +48,8 @@ class Agent:
     jittable: bool = True
     start_games: Callable[[Sequence[Sequence[int]]], None] | None = None
     close: Callable[[], None] | None = None
+    params: Any = dataclasses.field(default=None, compare=False)
+    act_with_params: Callable[[Any, State, jax.Array], jax.Array] | None = None
 
 
 class AgentSpecError(ValueError):
@@ -134,36 +140,62 @@ def playing_search_config(variant: str, sims: int):
     return config
 
 
+def policy_fn(game: Othello, apply_fn: Callable, sims: int = 0, search: str = "gumbel",
+              temperature: float = 0.0) -> Callable[[Any, State, jax.Array], jax.Array]:
+    """Jitted ``fn(variables, states, key) -> actions``: raw policy (``sims=0``) or ``search``.
+
+    The variables are an argument, not a constant baked into the program, so every network of
+    one architecture shares the compiled code (see ``Agent.act_with_params``).
+    """
+    if sims < 0 or temperature < 0:
+        raise AgentSpecError(f"net needs sims >= 0 and temp >= 0, got sims={sims}, temp={temperature}")
+    if sims == 0:
+        return jax.jit(functools.partial(policy_act, apply_fn, game=game, temperature=float(temperature)))
+    from othello_jax import search as search_lib
+
+    config = playing_search_config(search, sims)
+
+    def act(variables: Any, states: State, key: jax.Array) -> jax.Array:
+        search_key, pick_key = jax.random.split(key)
+        result = search_lib.run_search(config, apply_fn, variables, states, search_key, game)
+        return search_lib.select_action(result, temperature, pick_key)
+
+    return jax.jit(act)
+
+
+def parametric_agent(name: str, fn: Callable[[Any, State, jax.Array], jax.Array], params: Any) -> Agent:
+    """An agent whose moves are ``fn(params, states, key)``."""
+    return Agent(name, functools.partial(fn, params), params=params, act_with_params=fn)
+
+
 def neural_agent(game: Othello, apply_fn: Callable, variables: Any, sims: int = 0, search: str = "gumbel",
                  temperature: float = 0.0, name: str = "net") -> Agent:
     """A network as a player: raw policy (``sims=0``) or ``search`` with ``sims`` simulations.
 
     ``apply_fn(variables, observation) -> (logits, value)`` in inference mode, e.g.
-    ``functools.partial(net.apply, train=False)``.
+    ``functools.partial(net.apply, train=False)``. Agents built with the same ``apply_fn``
+    object (and settings) share compiled matches; :func:`network_agent` arranges that for
+    networks given by their config.
     """
-    if sims < 0 or temperature < 0:
-        raise AgentSpecError(f"net needs sims >= 0 and temp >= 0, got sims={sims}, temp={temperature}")
-    if sims == 0:
-        act = functools.partial(policy_act, apply_fn, variables, game=game, temperature=float(temperature))
-        return Agent(name, jax.jit(act))
-    from othello_jax import search as search_lib
-
-    config = playing_search_config(search, sims)
-
-    def act(states: State, key: jax.Array) -> jax.Array:
-        search_key, pick_key = jax.random.split(key)
-        result = search_lib.run_search(config, apply_fn, variables, states, search_key, game)
-        return search_lib.select_action(result, temperature, pick_key)
-
-    return Agent(name, jax.jit(act))
+    return parametric_agent(name, policy_fn(game, apply_fn, sims, search, temperature), variables)
 
 
-def network_agent(game: Othello, network_config: Any, variables: Any, **options: Any) -> Agent:
-    """:func:`neural_agent` for an ``othello_jax.model`` network given by its config."""
+@functools.lru_cache(maxsize=32)
+def _network_policy(game: Othello, network_config: Any, sims: int, search: str, temperature: float) -> Callable:
     from othello_jax.model import make_network
 
     net = make_network(game.size, network_config)
-    return neural_agent(game, functools.partial(net.apply, train=False), variables, **options)
+    return policy_fn(game, functools.partial(net.apply, train=False), sims, search, temperature)
+
+
+def network_agent(game: Othello, network_config: Any, variables: Any, sims: int = 0, search: str = "gumbel",
+                  temperature: float = 0.0, name: str = "net") -> Agent:
+    """:func:`neural_agent` for an ``othello_jax.model`` network given by its config.
+
+    Networks of the same config and settings (checkpoints of one run) share compiled code.
+    """
+    fn = _network_policy(game, network_config, int(sims), str(search), float(temperature))
+    return parametric_agent(name, fn, variables)
 
 
 def checkpoint_agent(path: str, game: Othello, **options: Any) -> Agent:
@@ -219,7 +251,7 @@ def with_exact_endgame(agent: Agent, game: Othello, max_empties: int, backend: s
     jittable = agent.jittable and backend == "jax"
     suffix = f",solve={max_empties}" + (f",solver={backend}" if backend != ("jax" if agent.jittable else "auto") else "")
     return dataclasses.replace(agent, name=agent.name + suffix, act=jax.jit(act) if jittable else act,
-                               jittable=jittable)
+                               jittable=jittable, params=None, act_with_params=None)
 
 
 def renamed(agent: Agent, name: str) -> Agent:

@@ -85,12 +85,26 @@ class _Played(NamedTuple):
     compile_seconds: float = 0.0
 
 
-@functools.lru_cache(maxsize=64)
-def _compiled_match(game: Othello, first_act: Callable, second_act: Callable) -> Callable:
-    """The whole match as one jitted function of (copy 0 starts, copy 1 starts, key)."""
+@functools.lru_cache(maxsize=None)
+def _ignoring_params(act: Callable) -> Callable:
+    """``act(states, key)`` as ``fn(params, states, key)`` (one wrapper per act, for caching)."""
+    return lambda params, states, key: act(states, key)
+
+
+def _parametric(agent: Agent) -> tuple[Callable, object]:
+    """(fn(params, states, key), params) for any jittable agent."""
+    if agent.act_with_params is not None:
+        return agent.act_with_params, agent.params
+    return _ignoring_params(agent.act), None
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_match(game: Othello, first_fn: Callable, second_fn: Callable) -> Callable:
+    """The whole match as one jitted function of (copy 0 starts, copy 1 starts, key, params of
+    the first agent, params of the second)."""
     plies = max_plies(game)
 
-    def run(s0: State, s1: State, key: jax.Array):
+    def run(s0: State, s1: State, key: jax.Array, first_params, second_params):
         count = s0.ply.shape[0]
         no = jnp.zeros(count, bool)
         init = (jnp.zeros((), jnp.int32), s0, s1, jnp.full((2, count, plies), -1, jnp.int32), key, no, no)
@@ -103,8 +117,9 @@ def _compiled_match(game: Othello, first_act: Callable, second_act: Callable) ->
             t, s0, s1, moves, key, bad_first, bad_second = carry
             key, first_key, second_key = jax.random.split(key, 3)
             for_first, for_second, first_in_0 = _split(s0, s1)
-            s0, s1, m0, m1, ill_f, ill_s = _advance(game, s0, s1, first_in_0, first_act(for_first, first_key),
-                                                    second_act(for_second, second_key))
+            s0, s1, m0, m1, ill_f, ill_s = _advance(game, s0, s1, first_in_0,
+                                                    first_fn(first_params, for_first, first_key),
+                                                    second_fn(second_params, for_second, second_key))
             moves = jax.lax.dynamic_update_slice(moves, jnp.stack([m0, m1])[:, :, None], (0, 0, t))
             return t + 1, s0, s1, moves, key, bad_first | ill_f, bad_second | ill_s
 
@@ -114,19 +129,26 @@ def _compiled_match(game: Othello, first_act: Callable, second_act: Callable) ->
     return jax.jit(run)
 
 
-_EXECUTABLES: dict = {}  # (game, acts, batch) -> compiled match, so compile time can be reported apart
+_EXECUTABLES: dict = {}  # signature -> compiled match, so compile time can be reported apart
+
+
+def _shapes(tree) -> tuple:
+    leaves, structure = jax.tree.flatten(tree)
+    return (str(structure),) + tuple((np.shape(x), str(getattr(x, "dtype", type(x)))) for x in leaves)
 
 
 def _play_compiled(game: Othello, first: Agent, second: Agent, starts: State, key: jax.Array) -> _Played:
-    signature = (game, first.act, second.act, starts.ply.shape[0], str(key.dtype), key.shape)
+    (first_fn, first_params), (second_fn, second_params) = _parametric(first), _parametric(second)
+    args = (starts, starts, key, first_params, second_params)
+    signature = (game, first_fn, second_fn, _shapes(args))
     compile_seconds = 0.0
     if signature not in _EXECUTABLES:
-        if len(_EXECUTABLES) >= 32:
+        if len(_EXECUTABLES) >= 16:
             _EXECUTABLES.pop(next(iter(_EXECUTABLES)))
         begin = time.perf_counter()
-        _EXECUTABLES[signature] = _compiled_match(game, first.act, second.act).lower(starts, starts, key).compile()
+        _EXECUTABLES[signature] = _compiled_match(game, first_fn, second_fn).lower(*args).compile()
         compile_seconds = time.perf_counter() - begin
-    moves, s0, s1, bad_first, bad_second = _EXECUTABLES[signature](starts, starts, key)
+    moves, s0, s1, bad_first, bad_second = _EXECUTABLES[signature](*args)
     return _Played(np.asarray(moves), (s0, s1), np.asarray(bad_first), np.asarray(bad_second), compile_seconds)
 
 

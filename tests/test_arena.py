@@ -117,6 +117,21 @@ def test_host_loop_plays_the_same_games_as_the_compiled_match(small_match):
     np.testing.assert_array_equal(again.black_disc_diff, result.black_disc_diff)
 
 
+def test_networks_of_one_architecture_share_a_compiled_match():
+    """Parameters are arguments of the compiled match, not constants: the second network reuses
+    the first one's program, and still plays its own moves (as in the host loop)."""
+    game = Othello(4)
+    opponent = parse_agent("random", game)
+    lines = from_start(8)
+    first = play_match(game, parse_agent("net:preset=tiny,seed=0", game), opponent, lines, jax.random.PRNGKey(0))
+    other = parse_agent("net:preset=tiny,seed=1", game)
+    second = play_match(game, other, opponent, lines, jax.random.PRNGKey(0))
+    assert first.compile_seconds > 0 and second.compile_seconds == 0
+    host = play_match(game, dataclasses.replace(other, jittable=False), opponent, lines, jax.random.PRNGKey(0))
+    np.testing.assert_array_equal(second.moves, host.moves)
+    assert not np.array_equal(first.moves, second.moves)
+
+
 def test_an_illegal_move_is_reported_with_the_agent_name():
     game = Othello(4)
     corner = Agent("corner-grabber", lambda states, key: jnp.zeros(states.ply.shape, jnp.int32))
