@@ -1,7 +1,8 @@
 """Search and self-play throughput: othello_jax states vs pgx states inside the same mctx search.
 
-For each batch size B the same search (variant, simulations, network, root position) runs with
-four embeddings, interleaved and best-of-``repeats``:
+For each batch size B the same search (variant, simulations, network, root positions: the start
+position, or ``--plies`` random moves into the game) runs with four embeddings, interleaved and
+best-of-``repeats``:
 
 - ``othello_jax``: our bitboard State and rules (``othello_jax.search.run_search``);
 - ``pgx``: pgx's Othello State stepped by ``pgx.make("othello").step``;
@@ -15,7 +16,7 @@ It prints ms per search call, moves/s (B / time), network evaluations/s (B * (si
 tree depths, and the ratio pgx / othello_jax. ``--selfplay`` also times ``play_games``. Usage::
 
     python -m experiments.bench_selfplay [--batch 256 2048] [--simulations 32] [--network tiny]
-        [--variant gumbel] [--repeats 5] [--selfplay]
+        [--variant gumbel] [--plies 0] [--repeats 5] [--selfplay]
 """
 
 from __future__ import annotations
@@ -82,8 +83,34 @@ def network_only(game: Othello, apply_fn, variables, batch: int, calls: int):
     return run, (variables, obs)
 
 
-def othello_jax_search(config, game: Othello, apply_fn, variables, batch: int):
-    states = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), game.init())
+def root_positions(batch: int, plies: int):
+    """The same B positions for both engines: ``plies`` uniformly random moves from the start.
+
+    The moves are chosen on pgx's states and replayed on othello_jax's; the boards are checked
+    to agree. With ``plies = 0`` every root is the start position.
+    """
+    import pgx
+
+    game, env = Othello(8), pgx.make("othello")
+    ours = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), game.init())
+    theirs = jax.jit(jax.vmap(env.init))(jax.random.split(jax.random.key(0), batch))
+
+    @jax.jit
+    def ply(ours, theirs, key):
+        noise = jax.random.gumbel(key, theirs.legal_action_mask.shape)
+        action = jnp.argmax(jnp.where(theirs.legal_action_mask, noise, -jnp.inf), axis=-1).astype(jnp.int32)
+        return game.step(ours, action), jax.vmap(env.step)(theirs, action)
+
+    for key in jax.random.split(jax.random.key(2), plies):
+        ours, theirs = ply(ours, theirs, key)
+    mover, opponent = game.observation(ours)[..., 0], game.observation(ours)[..., 1]
+    board = np.asarray(theirs.observation)  # pgx: (mover, opponent) planes too
+    assert np.array_equal(board[..., 0], np.asarray(mover)) and np.array_equal(board[..., 1], np.asarray(opponent))
+    assert not np.asarray(ours.terminal).any(), "use fewer plies: some games ended"
+    return ours, theirs
+
+
+def othello_jax_search(config, game: Othello, apply_fn, variables, states):
 
     @jax.jit
     def run(variables, states, key):
@@ -95,12 +122,11 @@ def othello_jax_search(config, game: Othello, apply_fn, variables, batch: int):
     return run, (variables, states, jax.random.key(1))
 
 
-def pgx_search(config, apply_fn, variables, batch: int):
+def pgx_search(config, apply_fn, variables, states):
     import pgx
 
     env = pgx.make("othello")
     step = jax.vmap(env.step)
-    states = jax.jit(jax.vmap(env.init))(jax.random.split(jax.random.key(0), batch))
 
     def recurrent_fn(variables, key, action, state):
         player = state.current_player
@@ -212,12 +238,13 @@ def bench_search(args, batch: int) -> dict[str, float]:
     config.batched_backward = not args.mctx_backward
     apply_fn, variables = network(args.network, 8, args.dtype)
 
-    ours, ours_args = othello_jax_search(config, game, apply_fn, variables, batch)
+    our_roots, pgx_roots = root_positions(batch, args.plies)
+    ours, ours_args = othello_jax_search(config, game, apply_fn, variables, our_roots)
     action, parents, record = jax.block_until_ready(ours(*ours_args))
     calls = {"othello_jax": (ours, ours_args)}
     tree_parents = {"othello_jax": parents}
     if "pgx" in args.embeddings:
-        calls["pgx"] = pgx_search(config, apply_fn, variables, batch)
+        calls["pgx"] = pgx_search(config, apply_fn, variables, pgx_roots)
     if "replay" in args.embeddings:
         calls["floor/replay"] = replay_floor_search(config, game, apply_fn, variables, batch, record)
     if "noop" in args.embeddings:
@@ -233,8 +260,9 @@ def bench_search(args, batch: int) -> dict[str, float]:
     seconds = best_times(calls, args.repeats)
     net = args.network if args.network == "trivial" else f"{args.network} {PRESETS[args.network][0]}x{PRESETS[args.network][1]}"
     backup = "mctx's backward" if args.mctx_backward else "batched backward"
+    roots = f"roots {args.plies} random plies in" if args.plies else "roots at the start position"
     print(f"\nsearch: B={batch}, {args.simulations} simulations, {args.variant}, network {net} ({args.dtype}), "
-          f"{backup}, start position, best of {args.repeats}, {jax.devices()[0].platform}")
+          f"{backup}, {roots}, best of {args.repeats}, {jax.devices()[0].platform}")
     print(f"  {'embedding':<14} {'ms/call':>9} {'moves/s':>9} {'net evals/s':>12}   tree depth mean / max")
     for name, t in seconds.items():
         searched = name in tree_parents  # the network-only row plays no moves
@@ -286,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--variant", default="gumbel")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--plies", type=int, default=0,
+                        help="search positions this many random plies into a game (0 = the start position)")
     parser.add_argument("--embeddings", default="pgx,replay,noop", help="comma list among pgx, replay, noop")
     parser.add_argument("--selfplay", action="store_true", help="also time play_games")
     parser.add_argument("--mctx-backward", action="store_true",
@@ -300,8 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_selfplay: unknown network {args.network!r}; choose from trivial, {', '.join(PRESETS)}",
               file=sys.stderr)
         return 2
-    if min(args.batch) < 1 or args.simulations < 1 or args.repeats < 1:
-        print("bench_selfplay: --batch, --simulations and --repeats must be >= 1", file=sys.stderr)
+    if min(args.batch) < 1 or args.simulations < 1 or args.repeats < 1 or not 0 <= args.plies <= 40:
+        print("bench_selfplay: --batch, --simulations, --repeats must be >= 1 and --plies in 0..40", file=sys.stderr)
         return 2
     args.embeddings = [e.strip() for e in args.embeddings.split(",") if e.strip()]
     for batch in args.batch:

@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import mctx
 import ml_collections
 
+from othello_jax.fusion import materialize
 from othello_jax.game import Othello, State
-from othello_jax.game import bitboard as bb
 from othello_jax.game.symmetry import NUM_SYMMETRIES, inverse, transform_grid, transform_policy
 
 ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
@@ -78,8 +78,11 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
 # network evaluation
 # ---------------------------------------------------------------------------------------------
 def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
-    """Logits with illegal actions pushed to a large finite negative value (no NaN if none legal)."""
-    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    """Logits with illegal actions set to the most negative finite value (no NaN if none legal).
+
+    Not shifted by the maximum: every consumer (softmax, mctx) is shift-invariant, and on CPU
+    the extra reduction fused into the policy head's matmul made it several times slower.
+    """
     return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
 
 
@@ -113,29 +116,13 @@ def evaluate(apply_fn: ApplyFn, variables: dict, states: State, game: Othello,
 # the game as an mctx environment
 # ---------------------------------------------------------------------------------------------
 def step_materialized(game: Othello, state: State, action: jax.Array) -> State:
-    """``game.step`` whose result XLA must store before using it (skipped when all games are over).
+    """``game.step`` whose result XLA must store before using it.
 
-    Without this, XLA fuses the whole move generator into each consumer that broadcasts the new
+    Otherwise XLA fuses the whole move generator into each consumer that broadcasts the new
     state over squares (legal mask, observation, prior masking) and recomputes it once per
-    square: about 15x slower on CPU. ``optimization_barrier`` does not prevent that fusion on
-    CPU; a conditional's outputs are always materialised. Under ``vmap`` the predicate covers
-    the whole batch, so the conditional survives batching instead of becoming a select.
+    square: about 10x slower on CPU. (``optimization_barrier`` does not stop that fusion there.)
     """
-
-    @jax.custom_batching.custom_vmap
-    def step(state: State, action: jax.Array) -> State:
-        return jax.lax.cond(jnp.all(state.terminal), lambda: state, lambda: game.step(state, action))
-
-    @step.def_vmap
-    def step_batched(axis_size, in_batched, state, action):
-        state_batched, action_batched = in_batched
-        expand = lambda x, batched: x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
-        state = jax.tree.map(expand, state, state_batched)
-        action = expand(action, action_batched)
-        out = step(state, action)  # the rules broadcast over the extra leading axis
-        return out, jax.tree.map(lambda _: True, out)
-
-    return step(state, action)
+    return materialize(game.step(state, action))
 
 
 def make_recurrent_fn(apply_fn: ApplyFn, game: Othello, symmetry: bool) -> mctx.RecurrentFn:

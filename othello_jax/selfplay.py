@@ -28,8 +28,7 @@ import numpy as np
 
 from othello_jax import search
 from othello_jax.game import BLACK, Othello, State, play_transcript
-from othello_jax.game import bitboard as bb
-from othello_jax.samples import Samples
+from othello_jax.samples import Samples, flatten
 
 VALUE_TARGETS = ("z", "q", "zq", "lambda")
 
@@ -282,7 +281,6 @@ class SelfPlayOutput(NamedTuple):
 
     def training_samples(self) -> Samples:
         """Game and harvested positions as one flat Samples batch (static size T*B*(1+H))."""
-        from othello_jax.samples import flatten
         game_rows, extra_rows = flatten(self.samples), flatten(self.harvested)
         return jax.tree.map(lambda a, b: jnp.concatenate([a, b], axis=0), game_rows, extra_rows)
 
@@ -429,18 +427,16 @@ def play_games(config: ml_collections.ConfigDict, game: Othello, apply_fn: searc
     new_resign = update_resign_state(config, resign_state, final.min_value, result, playout & ~final.resigned)
     if not resign_on:
         new_resign = resign_state
-    stats = _stats(output, final, result, new_resign, playout)
+    stats = _stats(output, final, result, new_resign)
     return output, stats, new_resign
 
 
-def _stats(out: SelfPlayOutput, final: _Carry, result: jax.Array, resign: ResignState,
-           playout: jax.Array) -> SelfPlayStats:
+def _stats(out: SelfPlayOutput, final: _Carry, result: jax.Array, resign: ResignState) -> SelfPlayStats:
     mask = out.samples.mask
     f32 = lambda x: jnp.asarray(x, jnp.float32)
     positions = jnp.sum(mask)
     mean = lambda x: jnp.sum(jnp.where(mask, x, 0.0)) / jnp.maximum(positions, 1)
     black = result[:, 0]
-    del playout
     return SelfPlayStats(
         games=f32(mask.shape[1]),
         positions=f32(positions),
