@@ -10,7 +10,9 @@ best-of-``repeats``:
   exactly (recorded priors, values, rewards; the network still runs on a dummy input). Same
   trees, no game: what mctx and the network cost by themselves;
 - ``floor/noop``: a do-nothing embedding whose trees are whatever the network's priors give;
-- ``network only``: the network evaluated as often as in one search, nothing else.
+- ``network only``: the network evaluated as often as in one search, nothing else;
+- ``othello_jax*`` (with ``--embeddings ...,other-backup``): our states with the other backup
+  implementation (mctx's own backward instead of ``search.batched_backward``, or vice versa).
 
 It prints ms per search call, moves/s (B / time), network evaluations/s (B * (sims + 1) / time),
 tree depths, and the ratio pgx / othello_jax. ``--selfplay`` also times ``play_games``. Usage::
@@ -249,13 +251,18 @@ def bench_search(args, batch: int) -> dict[str, float]:
         calls["floor/replay"] = replay_floor_search(config, game, apply_fn, variables, batch, record)
     if "noop" in args.embeddings:
         calls["floor/noop"] = noop_floor_search(config, game, apply_fn, variables, batch)
+    if "other-backup" in args.embeddings:  # our states with the other backup implementation
+        other = config.copy_and_resolve_references()
+        other.batched_backward = not config.batched_backward
+        calls["othello_jax*"] = othello_jax_search(other, game, apply_fn, variables, our_roots)
     for name, (fn, fn_args) in calls.items():  # compile and record the trees
         if name != "othello_jax":
             tree_parents[name] = jax.block_until_ready(fn(*fn_args))[1]
     calls["network only"] = network_only(game, apply_fn, variables, batch, args.simulations + 1)
     jax.block_until_ready(calls["network only"][0](*calls["network only"][1]))
-    if "floor/replay" in calls:
-        assert np.array_equal(np.asarray(tree_parents["floor/replay"]), np.asarray(parents)), "replay is not exact"
+    for name in ("floor/replay", "othello_jax*"):  # these must build exactly our trees
+        if name in calls:
+            assert np.array_equal(np.asarray(tree_parents[name]), np.asarray(parents)), f"{name}: different trees"
 
     seconds = best_times(calls, args.repeats)
     net = args.network if args.network == "trivial" else f"{args.network} {PRESETS[args.network][0]}x{PRESETS[args.network][1]}"
@@ -316,7 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--plies", type=int, default=0,
                         help="search positions this many random plies into a game (0 = the start position)")
-    parser.add_argument("--embeddings", default="pgx,replay,noop", help="comma list among pgx, replay, noop")
+    parser.add_argument("--embeddings", default="pgx,replay,noop",
+                        help="comma list among pgx, replay, noop, other-backup (othello_jax* row: our states "
+                             "with the other backup, mctx's own or the batched one)")
     parser.add_argument("--selfplay", action="store_true", help="also time play_games")
     parser.add_argument("--mctx-backward", action="store_true",
                         help="back up with mctx's own backward instead of othello_jax.search.batched_backward")
