@@ -11,6 +11,7 @@ from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 from tests.game_helpers import random_games
 
+CHUNK = 512  # random games are played in batches of one size, compiled once
 DIRS = [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]
 
 
@@ -92,7 +93,8 @@ def to_ints(states: State) -> tuple[list[int], list[int]]:
 def random_positions(game: Othello, empties: list[int], seed: int) -> State:
     """One position per entry of ``empties`` with that many empty squares (or the end of a game
     finished with fewer), each from its own uniformly random game."""
-    records = random_games(game, 2 * len(empties) + 16, seed)
+    chunks = [random_games(game, CHUNK, seed * 1000 + i) for i in range(-(-(2 * len(empties) + 16) // CHUNK))]
+    records = {k: np.concatenate([c[k] for c in chunks]) for k in ("black", "white", "color", "ply")}
     left = game.num_squares - records["black"].sum((2, 3)) - records["white"].sum((2, 3))
     rows, plies, next_game = [], [], 0
     for wanted in empties:

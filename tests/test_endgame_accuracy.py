@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
-
 import jax
 import numpy as np
 import pytest
 
-from othello_jax.commands import agent_options, endgame_accuracy
+from othello_jax.commands import endgame_accuracy
 from othello_jax.game import Othello
 from othello_jax.game import bitboard as bb
 from othello_jax.solver import with_exact_endgame
@@ -67,19 +65,7 @@ def test_openings_from_the_xot_file(shared_data):
     assert states.ply.shape == (4,) and (np.asarray(states.ply) == 8).all() and (discs == 12).all()
 
 
-class FakePlayer:
-    """Stands in for the shared agent options: a named agent built per board size."""
-
-    def __init__(self, act):
-        self.act_fn = act
-
-    def build(self, args):
-        agent = SimpleNamespace(name="greedy (test)", act=self.act_fn(GAME), jittable=True)
-        return agent_options.Player("greedy (test)", 8, (8,), lambda game: agent, None, None)
-
-
-def test_command_reports_json(monkeypatch, capsys):
-    monkeypatch.setattr(agent_options, "build", FakePlayer(greedy_act).build)
+def test_command_reports_json(capsys):
     code = endgame_accuracy.main(["--agent", "greedy", "--games", "4", "--empties", "6", "--json", "--backend", "c"])
     assert code == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -93,9 +79,9 @@ def test_command_reports_json(monkeypatch, capsys):
     (["--agent", "greedy", "--empties", "61"], "--empties must be in 0..60"),
     (["--agent", "greedy", "--backend", "gpu"], "backend must be one of"),
     (["--agent", "greedy", "--openings", "/no/such/file.txt"], "openings file not found"),
+    (["--agent", "nosuchkind"], "unknown agent kind"),
 ])
-def test_command_bad_input_is_one_line(monkeypatch, capsys, argv, message):
-    monkeypatch.setattr(agent_options, "build", FakePlayer(greedy_act).build)
+def test_command_bad_input_is_one_line(capsys, argv, message):
     assert endgame_accuracy.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
