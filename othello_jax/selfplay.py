@@ -243,10 +243,8 @@ def value_targets(kind: str, search_value: jax.Array, outcome: jax.Array, mask: 
 
 def with_exact_values(samples: Samples, game: Othello, max_empties: int) -> Samples:
     """Replace value targets of positions with <= ``max_empties`` empties by the solved result."""
-    try:
-        from othello_jax.solver import exact_values
-    except ImportError as error:  # the solver is an optional sibling module
-        raise ValueError(f"selfplay.exact_endgame_empties needs othello_jax.solver.exact_values ({error})") from None
+    from othello_jax.solver import exact_values  # imported only when the option is on
+
     flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[samples.mask.ndim:]), samples.state)
     value, solved = exact_values(flat, game, max_empties)
     value = jnp.sign(value).astype(jnp.float32).reshape(samples.value.shape)
@@ -405,15 +403,8 @@ def play_games(config: ml_collections.ConfigDict, game: Othello, apply_fn: searc
     search_value = jnp.where(mask, rec["search_value"], 0.0)
     values = value_targets(config.value_target, search_value, outcome, mask, float(config.td_lambda))
     samples = Samples(state=rec["state"], policy=rec["policy"], value=values.astype(jnp.float32), mask=mask)
-    if harvest_count:
-        harvested = rec["harvested"]
-    else:
-        harvested = Samples(
-            state=jax.tree.map(lambda x: x[:, :, None][:, :, :0], rec["state"]),
-            policy=rec["policy"][:, :, None][:, :, :0],
-            value=values[:, :, None][:, :, :0],
-            mask=mask[:, :, None][:, :, :0],
-        )
+    # no harvest: an empty [T, B, 0] batch keeps the output structure the same
+    harvested = rec["harvested"] if harvest_count else jax.tree.map(lambda x: x[:, :, None][:, :, :0], samples)
     empties = int(config.exact_endgame_empties)
     if empties:
         samples = with_exact_values(samples, game, empties)
