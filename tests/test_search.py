@@ -252,7 +252,7 @@ def test_select_action_temperature(variant):
     legal = np.asarray(result.legal)
     assert legal[np.arange(draws.shape[1])[None, :], draws].all()
     freq = np.stack([np.bincount(draws[:, i], minlength=game.num_actions) for i in range(draws.shape[1])]) / 2000
-    np.testing.assert_allclose(freq, np.asarray(result.policy_target), atol=0.05)
+    np.testing.assert_allclose(freq, np.asarray(result.policy_target), atol=0.06)  # ~5 sigma
 
 
 def test_variant_is_one_config_value_and_bad_names_fail_cleanly():
