@@ -128,9 +128,11 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
                           evaluations_per_s=train.network_evaluations(stage, game) / seconds,
                           simulations=int(stage.search.num_simulations))
 
+            out_of_time = budget > 0 and elapsed + (time.perf_counter() - lap) >= budget
+            last = done == total or out_of_time  # the final iteration is always evaluated and saved
             if config.gating.enabled and done % int(config.gating.every) == 0:
                 state, record["gate/score"] = _gate(config, setup, state, gate, jax.random.fold_in(key, 1))
-            if int(config.eval.every) and (done % int(config.eval.every) == 0 or done == total):
+            if int(config.eval.every) and (done % int(config.eval.every) == 0 or last):
                 scores = _evaluate(config, setup, state, evaluator, jax.random.fold_in(key, 2))
                 record.update(scores)
                 evaluations.append(dict(scores, iteration=done))
@@ -143,10 +145,9 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
             record["elapsed_s"] = elapsed
             if primary:
                 log.write(record)
-            out_of_time = budget > 0 and elapsed >= budget
             eta = progress.eta(done, seconds, budget - elapsed if budget > 0 else None)
             say(progress.line(record, eta))
-            if done % int(config.checkpoint.every) == 0 or done == total or out_of_time:
+            if done % int(config.checkpoint.every) == 0 or last:
                 save(done)
             if out_of_time:
                 say(f"stopping after {format_duration(elapsed)}: max_minutes={config.max_minutes} reached")
