@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -65,13 +66,14 @@ class TrainState(NamedTuple):
 def _shard_map(fn, mesh: Mesh, in_specs, out_specs):
     """``shard_map`` without replication checking (self-play scans start from constant carries).
 
-    Uses ``jax.shard_map`` (``check_vma``) where it exists, else the older experimental one.
+    ``jax.shard_map`` where it exists (its flag is ``check_vma``; ``check_rep`` in older
+    releases), else the experimental one.
     """
-    if hasattr(jax, "shard_map"):
-        return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
-    from jax.experimental.shard_map import shard_map  # pragma: no cover - older JAX
-
-    return shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=False)
+    shard_map = getattr(jax, "shard_map", None)
+    if shard_map is None:  # pragma: no cover - older JAX
+        from jax.experimental.shard_map import shard_map
+    flag = "check_vma" if "check_vma" in inspect.signature(shard_map).parameters else "check_rep"
+    return shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, **{flag: False})
 
 
 def make_mesh(num_devices: int = 0) -> Mesh:

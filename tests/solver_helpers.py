@@ -3,13 +3,13 @@ positions, and simple batched act functions."""
 
 from __future__ import annotations
 
+import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
-from tests.game_helpers import random_games
 
 CHUNK = 512  # random games are played in batches of one size, compiled once
 DIRS = [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]
@@ -90,12 +90,25 @@ def to_ints(states: State) -> tuple[list[int], list[int]]:
     return ints(states.mover), ints(states.opponent)
 
 
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _random_game_states(game: Othello, count: int, key: jax.Array) -> State:
+    """Every position [ply, game] of ``count`` uniformly random games (finished games repeat)."""
+    def ply(states, key):
+        logits = jnp.where(game.legal_moves(states) | states.terminal[:, None], 0.0, -jnp.inf)
+        return game.step(states, jax.random.categorical(key, logits).astype(jnp.int32)), states
+
+    start = jax.tree.map(lambda x: jnp.broadcast_to(x, (count,) + x.shape), game.init())
+    _, states = jax.lax.scan(ply, start, jax.random.split(key, 2 * game.num_squares))
+    return states
+
+
 def random_positions(game: Othello, empties: list[int], seed: int) -> State:
     """One position per entry of ``empties`` with that many empty squares (or the end of a game
     finished with fewer), each from its own uniformly random game."""
-    chunks = [random_games(game, CHUNK, seed * 1000 + i) for i in range(-(-(2 * len(empties) + 16) // CHUNK))]
-    records = {k: np.concatenate([c[k] for c in chunks]) for k in ("black", "white", "color", "ply")}
-    left = game.num_squares - records["black"].sum((2, 3)) - records["white"].sum((2, 3))
+    needed = -(-(2 * len(empties) + 16) // CHUNK)
+    chunks = [_random_game_states(game, CHUNK, jax.random.key(seed * 1000 + i)) for i in range(needed)]
+    states = jax.tree.map(lambda *xs: np.concatenate([np.asarray(x) for x in xs], axis=1), *chunks)
+    left = game.num_squares - np.asarray(bb.popcount(states.mover) + bb.popcount(states.opponent)).T  # [game, ply]
     rows, plies, next_game = [], [], 0
     for wanted in empties:
         while left[next_game].min() > wanted:  # this game ended with more empty squares
@@ -103,12 +116,7 @@ def random_positions(game: Othello, empties: list[int], seed: int) -> State:
         rows.append(next_game)
         plies.append(int(np.argmax(left[next_game] <= wanted)))
         next_game += 1
-    rows, plies = np.asarray(rows), np.asarray(plies)
-    black = bb.from_grid(jnp.asarray(records["black"][rows, plies]))
-    white = bb.from_grid(jnp.asarray(records["white"][rows, plies]))
-    color = jnp.asarray(records["color"][rows, plies])
-    mover, opponent = bb.where(color == 1, white, black), bb.where(color == 1, black, white)
-    return game.from_discs(mover, opponent, color, ply=jnp.asarray(records["ply"][rows, plies]))
+    return jax.tree.map(lambda x: jnp.asarray(x[np.asarray(plies), np.asarray(rows)]), states)
 
 
 def greedy_act(game: Othello):

@@ -1,4 +1,4 @@
-"""Data parallelism: 8 simulated CPU devices give the same training as 1 device for the same lanes.
+"""Data parallelism: 8 simulated CPU devices give the same self-play and training as 1 device.
 
 Runs in a subprocess because the device count is fixed when JAX starts.
 """
@@ -17,21 +17,23 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent("""
-    import json, sys
-    import jax, jax.numpy as jnp, numpy as np
+    import json
+    import jax, numpy as np
+    from experiments.configs import tiny_test
     from othello_jax import train
     from othello_jax.game import Othello
-    from tests.synthetic_samples import synthetic_config, synthetic_selfplay
 
     assert len(jax.devices()) == 8, jax.devices()
-    game = Othello(6)
-    config = synthetic_config(batch_size=64, steps_per_iteration=4)
+    config = tiny_test.get_config()  # 4x4, real self-play with Gumbel search
+    config.selfplay.num_games = 16
     config.replay.update(lanes=8, augment=True, average_duplicates=True)
+    config.train.update(batch_size=32, steps_per_iteration=2)
+    game = Othello(config.board_size)
 
     def run(num_devices):
         setup = train.Setup.from_config(config, game, train.make_mesh(num_devices))
-        state = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
-        step = setup.iteration(config, synthetic_selfplay(game, games=4, plies=10), state)
+        state = setup.init_state(jax.random.PRNGKey(0), train.initial_resign_state(config))
+        step = setup.iteration(config, train.make_selfplay_fn(config, setup), state)
         for i in range(2):
             state, metrics = step(state, jax.random.PRNGKey(10 + i))
         shards = {len(x.sharding.device_set) for x in jax.tree.leaves(state.buffer)}
@@ -39,6 +41,7 @@ SCRIPT = textwrap.dedent("""
         return dict(params=np.concatenate(params).tolist(), loss=float(metrics["loss"]),
                     positions=float(metrics["positions"]), buffer_devices=sorted(shards),
                     mover=np.asarray(state.buffer.data.state.mover.lo).ravel().tolist(),
+                    policy=np.asarray(state.buffer.data.policy).ravel().tolist(),
                     shard_shape=list(state.buffer.data.mask.addressable_shards[0].data.shape))
 
     print(json.dumps({"one": run(1), "eight": run(8)}))
@@ -56,8 +59,9 @@ def test_eight_devices_match_one_device():
     # the buffer really is split over 8 devices (one lane each) in the 8-device run
     assert one["buffer_devices"] == [1] and eight["buffer_devices"] == [8]
     assert eight["shard_shape"][0] == 1 and one["shard_shape"][0] == 8
-    # same self-play data, same positions, and the same parameters up to float reduction order
-    assert one["mover"] == eight["mover"]
+    # same self-play games, same positions, and the same parameters up to float reduction order
+    assert one["positions"] > 0 and one["mover"] == eight["mover"]
+    np.testing.assert_allclose(one["policy"], eight["policy"], rtol=1e-4, atol=1e-6)
     assert one["positions"] == eight["positions"]
     np.testing.assert_allclose(one["loss"], eight["loss"], rtol=1e-4)
     np.testing.assert_allclose(np.array(one["params"]), np.array(eight["params"]), rtol=1e-3, atol=1e-5)

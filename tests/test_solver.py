@@ -24,7 +24,7 @@ from othello_jax.solver import (
     solve_many,
     with_exact_endgame,
 )
-from othello_jax.solver.host import _square_to_action
+from othello_jax.solver.jax_solver import square_to_action
 from tests.solver_helpers import BruteForce, greedy_act, random_act, random_positions, to_ints
 
 GAME = Othello(8)
@@ -176,7 +176,7 @@ def solve_and_report(problem, solver):
     seconds = time.process_time() - start
     empties = 64 - bin(m | o).count("1")
     print(f"FFO #{problem.number}: {empties} empties, score {score:+d}, {nodes:,} nodes, {seconds:.2f}s CPU")
-    return score, _square_to_action(square, 8)
+    return score, int(square_to_action(square, 8))
 
 
 @pytest.mark.parametrize("number", range(40, 45))
@@ -204,7 +204,7 @@ def test_jax_solver_on_an_ffo_line(shared_data):
     state, sign = problem.state, 1
     while empties_of(state) > JAX_EMPTIES:
         _, square, _ = solver.solve(*ints_of(state))
-        state, sign = GAME.step(state, _square_to_action(square, 8)), -sign
+        state, sign = GAME.step(state, int(square_to_action(square, 8))), -sign
     result = solve_batch_jit(jax.tree.map(lambda x: x[None], state), GAME, JAX_EMPTIES)
     assert sign * int(result.score[0]) == problem.score
 
@@ -255,20 +255,20 @@ def test_agent_plays_the_last_moves_perfectly():
 
 def test_exact_values_for_training(positions):
     states, _, _, values, _ = positions
-    # mix solvable positions with ones that have too many empty squares
-    batch = jax.tree.map(lambda x: x[:200], states)
-    limit = 5
-    empties = 64 - np.array([bin(m | o).count("1") for m, o in zip(*to_ints(batch))])
-    for kind, expected in [("sign", np.sign(values[:200])), ("disc", values[:200])]:
-        value, solved = exact_values(batch, GAME, limit, kind)  # eager: both kinds share one compiled loop
-        assert np.array_equal(np.asarray(solved), empties <= limit)
-        assert np.array_equal(np.asarray(value)[empties <= limit], expected[empties <= limit])
-        assert (np.asarray(value)[empties > limit] == 0).all()
-        assert np.asarray(value).dtype == np.float32
+    # the compiled batch shape from above, with some positions too early to solve
+    early = np.arange(JAX_BATCH) % 50 == 0
+    opening = jax.tree.map(lambda x: np.broadcast_to(x, (JAX_BATCH,) + x.shape), GAME.init())
+    batch = jax.tree.map(lambda x, o: np.where(early.reshape((-1,) + (1,) * (x.ndim - 1)), o, x),
+                         jax.tree.map(lambda x: np.asarray(x[:JAX_BATCH]), states), opening)
+    for kind, expected in [("sign", np.sign(values[:JAX_BATCH])), ("disc", values[:JAX_BATCH])]:
+        value, solved = exact_values(batch, GAME, JAX_EMPTIES, kind)
+        assert np.array_equal(np.asarray(solved), ~early)
+        assert np.array_equal(np.asarray(value)[~early], expected[~early])
+        assert (np.asarray(value)[early] == 0).all() and np.asarray(value).dtype == np.float32
     with pytest.raises(ValueError, match="kind must be one of"):
-        exact_values(batch, GAME, limit, "margin")
-    jitted = jax.jit(exact_values, static_argnums=(1, 2, 3))(batch, GAME, limit, "sign")
-    assert np.array_equal(np.asarray(jitted[0]), np.asarray(exact_values(batch, GAME, limit, "sign")[0]))
+        exact_values(batch, GAME, JAX_EMPTIES, "margin")
+    jitted = jax.jit(exact_values, static_argnums=(1, 2, 3))(batch, GAME, JAX_EMPTIES, "sign")
+    assert np.array_equal(np.asarray(jitted[0]), np.sign(values[:JAX_BATCH]) * ~early)
 
 
 def test_without_a_compiler_auto_falls_back_to_jax(monkeypatch, tmp_path):

@@ -68,8 +68,8 @@ def stage(rows: ExpertPositions) -> jax.Array:
 def to_state(rows: ExpertPositions, game: Othello = Othello(8)) -> State:
     """Game states for the rows (colour is not stored: positions are kept from the mover's
     view, so ``color`` is set to black; ``ply`` is the number of placements so far)."""
-    mover, opponent = bb.Bitboard(jnp.asarray(rows.mover_lo), jnp.asarray(rows.mover_hi)), \
-        bb.Bitboard(jnp.asarray(rows.opponent_lo), jnp.asarray(rows.opponent_hi))
+    mover = bb.Bitboard(jnp.asarray(rows.mover_lo), jnp.asarray(rows.mover_hi))
+    opponent = bb.Bitboard(jnp.asarray(rows.opponent_lo), jnp.asarray(rows.opponent_hi))
     plies = bb.popcount(mover | opponent) - 4
     return game.from_discs(mover, opponent, jnp.zeros_like(plies, jnp.int8), ply=plies.astype(jnp.int16))
 

@@ -17,7 +17,7 @@ import numpy as np
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 from othello_jax.solver import c_solver
-from othello_jax.solver.jax_solver import PASS_SQUARE, solve_batch_jit
+from othello_jax.solver.jax_solver import solve_batch_jit, square_to_action
 
 BACKENDS = ("auto", "c", "jax")
 
@@ -64,14 +64,6 @@ def count_empties(states: State, game: Othello) -> jax.Array:
     return game.num_squares - bb.popcount(states.mover) - bb.popcount(states.opponent)
 
 
-def _square_to_action(square: int, size: int) -> int:
-    if square < 0:
-        return -1
-    if square == PASS_SQUARE:
-        return size * size
-    return (square // 8) * size + square % 8
-
-
 def solve_many(states: State, game: Othello = Othello(8), backend: str = "auto", alpha: int = -64,
                beta: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Solve a batch [B] of positions: (scores, actions, nodes) as numpy int arrays.
@@ -89,9 +81,8 @@ def solve_many(states: State, game: Othello = Othello(8), backend: str = "auto",
     movers, opponents = bitboards_u64(states.mover), bitboards_u64(states.opponent)
     out = np.zeros((3, len(movers)), np.int64)
     for i, (mover, opponent) in enumerate(zip(movers.tolist(), opponents.tolist())):
-        score, square, nodes = solver.solve(mover, opponent, alpha, beta)
-        out[:, i] = score, _square_to_action(square, game.size), nodes
-    return out[0], out[1], out[2]
+        out[:, i] = solver.solve(mover, opponent, alpha, beta)
+    return out[0], np.asarray(square_to_action(out[1], game.size), np.int64), out[2]
 
 
 def solve(state: State, game: Othello = Othello(8), backend: str = "auto", alpha: int = -64,

@@ -17,7 +17,6 @@ squares going to the winner (the FFO convention).
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -85,6 +84,13 @@ def square_classes(size: int) -> tuple[int, ...]:
     return tuple(classes)
 
 
+def square_to_action(square: jax.Array, size: int) -> jax.Array:
+    """Solver square (row * 8 + col; 64 pass; -1 none) -> game action (row * size + col; size*size pass; -1)."""
+    square = jnp.asarray(square, jnp.int32)
+    action = jnp.where(square == PASS_SQUARE, size * size, (square // 8) * size + square % 8)
+    return jnp.where(square >= 0, action, -1)
+
+
 def _lowest_square(b: bb.Bitboard) -> jax.Array:
     """Index of the lowest set square (64 when empty)."""
     lowest = lambda x: jax.lax.population_count((x & (~x + jnp.uint32(1))) - jnp.uint32(1)).astype(jnp.int32)
@@ -114,7 +120,7 @@ def _odd_regions(empty: bb.Bitboard, size: int) -> bb.Bitboard:
 def _pick(todo: bb.Bitboard, classes: tuple[int, ...], odd: bb.Bitboard) -> jax.Array:
     """The next square to try: odd regions first (parity), within them by square class."""
     square = jnp.full(todo.lo.shape, PASS_SQUARE, jnp.int32)
-    by_class = [bb._masked(todo, mask) for mask in classes]
+    by_class = [todo & bb.constant(mask) for mask in classes]
     groups = [g & odd for g in by_class] + [g & ~odd for g in by_class]
     for candidates in reversed(groups):
         square = jnp.where(bb.any_set(candidates), _lowest_square(candidates), square)
@@ -168,7 +174,7 @@ def _solve_flat(states: State, game: Othello, max_empties: int, alpha: jax.Array
     int32 = lambda x: jnp.broadcast_to(jnp.asarray(x, jnp.int32), (lanes,))
 
     def empty_of(mover, opponent):
-        return bb._masked(~(mover | opponent), board)
+        return ~(mover | opponent) & bb.constant(board)
 
     empties = bb.popcount(empty_of(states.mover, states.opponent))
     solved = empties <= max_empties
@@ -238,9 +244,7 @@ def _solve_flat(states: State, game: Othello, max_empties: int, alpha: jax.Array
         return cur, stack, sp, done, nodes + expand.astype(jnp.int32)
 
     cur, _, _, _, nodes = jax.lax.while_loop(lambda c: jnp.any(~c[3]), body, carry)
-    square = cur.best_square
-    action = jnp.where(square == PASS_SQUARE, game.pass_action, (square // 8) * size + square % 8)
-    action = jnp.where(solved & (square >= 0), action, -1)
+    action = jnp.where(solved, square_to_action(cur.best_square, size), -1)
     return SolveResult(score=jnp.where(solved, cur.best, 0), action=action, nodes=nodes, solved=solved)
 
 

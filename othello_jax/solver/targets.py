@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 
 from othello_jax.game import Othello, State
-from othello_jax.solver.jax_solver import solve_batch
+from othello_jax.solver.jax_solver import solve_batch_jit
 
 KINDS = ("sign", "disc")
 
@@ -23,9 +23,9 @@ def exact_values(states: State, game: Othello, max_empties: int, kind: str = "si
     if kind not in KINDS:
         raise ValueError(f"exact value kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if kind == "sign":
-        result = solve_batch(states, game, max_empties, alpha=-1, beta=1)
+        result = solve_batch_jit(states, game, max_empties, -1, 1)
         value = jnp.sign(result.score)
     else:
-        result = solve_batch(states, game, max_empties)
+        result = solve_batch_jit(states, game, max_empties, -64, 64)  # one compiled search for both kinds
         value = result.score
     return jnp.where(result.solved, value, 0).astype(jnp.float32), result.solved
