@@ -44,7 +44,8 @@ def test_random_agent_judged_like_brute_force():
 
 
 def test_perfect_endgame_agent_scores_full_marks():
-    perfect = jax.jit(with_exact_endgame(random_act(GAME), GAME, EMPTIES))
+    """The C solver plays, the JAX solver judges."""
+    perfect = with_exact_endgame(jax.jit(random_act(GAME)), GAME, EMPTIES, backend="c")
     states, actions = collect_moves(perfect, starts(16, 2), GAME, EMPTIES, jax.random.key(3))
     assert len(actions) > 32  # both sides, so every late move is the agent's
     report = summarize(judge_moves(states, actions, GAME, backend="jax"))

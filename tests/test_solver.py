@@ -148,10 +148,9 @@ def test_forced_pass_and_finished_game():
     played, finished = solve(state, GAME, "c"), solve(over, GAME, "c")
     assert played.action == GAME.pass_action and played.score == brute.value(m, o)
     assert finished.action == -1 and finished.score == -64
-    both = jax.tree.map(lambda a, b: jnp.stack([a, b]), state, over)
-    result = solve_batch_jit(both, GAME, JAX_EMPTIES)
-    assert np.asarray(result.action).tolist() == [GAME.pass_action, -1]
-    assert np.asarray(result.score).tolist() == [brute.value(m, o), -64]
+    for position, action, score in [(state, GAME.pass_action, brute.value(m, o)), (over, -1, -64)]:
+        result = solve_batch_jit(jax.tree.map(lambda x: jnp.asarray(x)[None], position), GAME, JAX_EMPTIES)
+        assert int(result.action[0]) == action and int(result.score[0]) == score
 
 
 def test_ffo_file_loads(shared_data):

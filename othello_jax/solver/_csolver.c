@@ -12,7 +12,7 @@
  * other moves are ordered fastest-first: fewest replies for the opponent (corners counted
  * twice), fewest empty squares next to the mover's discs, corners first. With SORT_EMPTIES
  * or more empty squares the order comes instead from a shallow search of a rough value
- * (mobility, corners, frontier), which pays for itself there. Near the leaves moves are tried
+ * (mobility, corners, frontier, X-squares), which pays for itself there. Near the leaves moves are tried
  * in odd regions first (parity) without move generation: each empty square is tried and
  * dropped if it flips nothing. The last empty square is scored from its flip count alone.
  */
@@ -22,7 +22,7 @@
 
 typedef uint64_t u64;
 
-#define OJ_ABI_VERSION 3
+#define OJ_ABI_VERSION 4
 #define SHALLOW 6          /* at most this many empties: parity search, no table */
 #define ETC_EMPTIES 10     /* enhanced transposition cutoff from this many empties */
 #define SORT_EMPTIES 14    /* order by shallow search from this many empties ... */
@@ -44,6 +44,7 @@ typedef struct {
     u64 nodes;
     u64 board; /* playable squares */
     u64 corners;
+    u64 corner[4], x_square[4]; /* each corner and its diagonal neighbour */
     u64 quadrant[4];
     int num_squares;
     Entry *table;
@@ -198,12 +199,17 @@ static int search_shallow(Solver *s, u64 mover, u64 opponent, int alpha, int bet
     return best;
 }
 
-/* A rough midgame value for the mover, only for ordering moves: mobility, corners, frontier. */
+/* A rough midgame value for the mover, only for ordering moves: mobility, corners, frontier,
+ * and X-squares next to an empty corner (they tend to give the corner away). */
 static int rough_value(const Solver *s, u64 mover, u64 opponent) {
     u64 mine = legal_moves(mover, opponent, s->board), theirs = legal_moves(opponent, mover, s->board);
-    return 8 * (popcount(mine) - popcount(theirs))
+    u64 risky = 0;
+    for (int k = 0; k < 4; k++)
+        if (!((mover | opponent) & s->corner[k])) risky |= s->x_square[k];
+    return 6 * (popcount(mine) - popcount(theirs))
          + 30 * (popcount(mover & s->corners) - popcount(opponent & s->corners))
-         + 2 * (frontier(s, opponent, mover) - frontier(s, mover, opponent));
+         + 3 * (frontier(s, opponent, mover) - frontier(s, mover, opponent))
+         - 25 * (popcount(mover & risky) - popcount(opponent & risky));
 }
 
 /* Depth-limited alpha-beta on rough_value. */
@@ -397,7 +403,13 @@ void *oj_create(u64 board, int size, int table_bits) {
     s->board = board;
     s->num_squares = popcount(board);
     int h = size / 2, last = size - 1;
-    s->corners = (1ULL << 0) | (1ULL << last) | (1ULL << (last * 8)) | (1ULL << (last * 8 + last));
+    const int corner_rc[4][2] = {{0, 0}, {0, last}, {last, 0}, {last, last}};
+    for (int k = 0; k < 4; k++) {
+        int r = corner_rc[k][0], c = corner_rc[k][1];
+        s->corner[k] = 1ULL << (r * 8 + c);
+        s->x_square[k] = 1ULL << ((r ? r - 1 : 1) * 8 + (c ? c - 1 : 1));
+        s->corners |= s->corner[k];
+    }
     for (int r = 0; r < size; r++)
         for (int c = 0; c < size; c++) s->quadrant[(r >= h) * 2 + (c >= h)] |= 1ULL << (r * 8 + c);
     if (table_bits < 4) table_bits = 4;

@@ -26,7 +26,7 @@ from pathlib import Path
 from othello_jax.game.bitboard import board_mask_int
 
 SOURCE = Path(__file__).with_name("_csolver.c")
-ABI_VERSION = 3
+ABI_VERSION = 4
 DEFAULT_TABLE_BITS = 20  # 2^20 table entries of 24 bytes
 _FLAG_SETS = (["-O3", "-march=native"], ["-O3"])
 
