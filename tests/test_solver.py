@@ -115,6 +115,18 @@ def test_small_boards_match_brute_force(size, max_empties):
     check_moves(brute, movers, opponents, values, actions, size)
 
 
+def test_one_hot_stack_path_used_on_tpu(positions, monkeypatch):
+    """The TPU variant of the stack (one-hot selects instead of gathers) gives the same results."""
+    from othello_jax.solver import jax_solver
+
+    states, _, _, values, _ = positions
+    monkeypatch.setattr(jax_solver, "_one_hot_stack", lambda: True)
+    fresh = jax.jit(jax_solver.solve_batch, static_argnames=("game", "max_empties"))  # its own trace
+    batch = jax.tree.map(lambda x: x[SMALL:], states)
+    result = fresh(batch, GAME, JAX_EMPTIES)
+    assert np.array_equal(np.asarray(result.score), values[SMALL:])
+
+
 def test_windows_give_fail_soft_bounds(positions):
     """Inside the window the score is exact; outside it is a bound on the right side."""
     states, _, _, values, _ = positions

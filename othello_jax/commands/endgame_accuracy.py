@@ -25,7 +25,8 @@ from othello_jax.solver.accuracy import collect_moves, format_report, judge_move
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="othello-jax endgame-accuracy", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="othello-jax endgame-accuracy", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     agent_options.add_arguments(parser)
     parser.add_argument("--opponent", help="agent spec of the other side (default: the agent plays both sides)")
     parser.add_argument("--games", type=int, default=32, help="games to play (default 32)")
@@ -85,10 +86,13 @@ def main(argv: list[str]) -> int:
         return 2
     print(f"solving {2 * len(actions)} positions with the {backend} solver ...", file=sys.stderr)
     report = summarize(judge_moves(states, actions, game, backend))
+    if report.positions == 0:
+        print(f"note: the agent made no move with at most {args.empties} empty squares left", file=sys.stderr)
+        report = report._replace(keeps_result=None, optimal=None, mean_disc_loss=None)
     if args.json:
         print(json.dumps({"agent": player.name, "opponent": args.opponent, "games": args.games,
                           "max_empties": args.empties, **report._asdict(),
                           "seconds": round(time.time() - begin, 1)}))
-    else:
+    elif report.positions:
         print(format_report(report))
     return 0

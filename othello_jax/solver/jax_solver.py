@@ -2,11 +2,11 @@
 
 Each position (a "lane") runs its own negamax alpha-beta search; the recursion is unrolled
 into a stack of frames inside one ``lax.while_loop``. Every iteration advances every lane by
-one step: either expand the top frame's next move (a child with at most one empty square,
-or a finished game, is scored on the spot; any other child is pushed) or pop a finished frame
-into its parent. Everything is batch-first elementwise bitboard work with one-hot stack
-access (no gathers), so it runs on CPU, GPU and TPU alike. The loop runs until the slowest
-lane is done.
+one step: a finished top frame is popped into its parent, then the top frame expands its
+next move (a child with at most one empty square, or a finished game, is scored on the spot;
+any other child is pushed). Everything is batch-first elementwise bitboard work; the stack is
+indexed by gathers and scatters, or on TPU (slow at those) by one-hot selects. The loop runs
+until the slowest lane is done.
 
 Moves are tried in a cheap static order that needs no child move generation: squares in
 quadrants with an odd number of empties first (parity: the last move in a region is worth
@@ -149,14 +149,24 @@ def _leaf_score(mover: bb.Bitboard, opponent: bb.Bitboard, mover_can: jax.Array,
     return jnp.where(last_move, played, _final_score(mover, opponent, empties))
 
 
+def _one_hot_stack() -> bool:
+    """TPUs are slow at gathers and scatters: index the stack with one-hot selects there."""
+    return jax.default_backend() == "tpu"
+
+
 def _read(stack: Frame, index: jax.Array) -> Frame:
-    """stack[lane, index[lane]] for every lane (one-hot select, no gather)."""
+    """stack[lane, index[lane]] for every lane."""
+    if not _one_hot_stack():
+        return jax.tree.map(lambda x: jnp.take_along_axis(x, index[:, None], axis=1)[:, 0], stack)
     hot = jnp.arange(stack.alpha.shape[1]) == index[:, None]
     return jax.tree.map(lambda x: jnp.sum(jnp.where(hot, x, jnp.zeros((), x.dtype)), axis=1, dtype=x.dtype), stack)
 
 
 def _write(stack: Frame, index: jax.Array, frame: Frame, when: jax.Array) -> Frame:
     """stack[lane, index[lane]] = frame[lane] where ``when``."""
+    if not _one_hot_stack():
+        lanes = jnp.arange(index.shape[0])
+        return jax.tree.map(lambda s, f: s.at[lanes, index].set(jnp.where(when, f, s[lanes, index])), stack, frame)
     hot = (jnp.arange(stack.alpha.shape[1]) == index[:, None]) & when[:, None]
     return jax.tree.map(lambda s, f: jnp.where(hot, f[:, None], s), stack, frame)
 
@@ -191,12 +201,29 @@ def _solve_flat(states: State, game: Othello, max_empties: int, alpha: jax.Array
     done = ~solved | states.terminal
     carry = (root, stack, jnp.zeros(lanes, jnp.int32), done, solved.astype(jnp.int32))
 
+    def finished(frame: Frame) -> jax.Array:
+        return (~bb.any_set(frame.todo) & ~frame.must_pass) | (frame.alpha >= frame.beta)
+
     def body(carry):
         cur, stack, sp, done, nodes = carry
-        active = ~done
-        finished = (~bb.any_set(cur.todo) & ~cur.must_pass) | (cur.alpha >= cur.beta)
 
-        # Expand the next move of the top frame.
+        # A finished frame returns its score to its parent (the root's ends the lane's search).
+        over = ~done & finished(cur)
+        pop = over & (sp > 0)
+        done = done | (over & (sp == 0))
+        parent = _read(stack, jnp.maximum(sp - 1, 0))
+        returned = -cur.best
+        better = returned > parent.best
+        parent = parent._replace(
+            best=jnp.where(better, returned, parent.best),
+            best_square=jnp.where(better, parent.trying, parent.best_square),
+            alpha=jnp.maximum(parent.alpha, returned),
+        )
+        cur = _select(pop, parent, cur)
+        sp = sp - pop.astype(jnp.int32)
+
+        # Then the top frame (the parent, if one was popped) tries its next move.
+        expand = ~done & ~finished(cur)
         odd = _odd_regions(empty_of(cur.mover, cur.opponent), size)
         square = jnp.where(cur.must_pass, PASS_SQUARE, _pick(cur.todo, classes, odd))
         move = bb.square_bit(square)
@@ -223,24 +250,10 @@ def _solve_flat(states: State, game: Othello, max_empties: int, alpha: jax.Array
             alpha=-cur.beta, beta=-cur.alpha, best=jnp.full_like(cur.best, _MINUS_INF),
             best_square=jnp.full_like(cur.best, NO_SQUARE), trying=jnp.full_like(cur.best, NO_SQUARE),
         )
-
-        # Pop a finished frame into its parent.
-        parent = _read(stack, jnp.maximum(sp - 1, 0))
-        returned = -cur.best
-        better = returned > parent.best
-        parent = parent._replace(
-            best=jnp.where(better, returned, parent.best),
-            best_square=jnp.where(better, parent.trying, parent.best_square),
-            alpha=jnp.maximum(parent.alpha, returned),
-        )
-
-        expand = active & ~finished
         push = expand & ~leaf
-        pop = active & finished & (sp > 0)
         stack = _write(stack, sp, rest, push)
-        cur = _select(push, child, _select(pop, parent, _select(expand, scored, cur)))
-        done = done | (active & finished & (sp == 0))
-        sp = sp + push.astype(jnp.int32) - pop.astype(jnp.int32)
+        cur = _select(push, child, _select(expand, scored, cur))
+        sp = sp + push.astype(jnp.int32)
         return cur, stack, sp, done, nodes + expand.astype(jnp.int32)
 
     cur, _, _, _, nodes = jax.lax.while_loop(lambda c: jnp.any(~c[3]), body, carry)
