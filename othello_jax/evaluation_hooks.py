@@ -6,8 +6,6 @@ network with search but without exploration noise (``agents.neural_agent``).
 
 from __future__ import annotations
 
-import functools
-
 import jax
 from ml_collections import ConfigDict
 
@@ -21,10 +19,16 @@ def opponent_specs(text: str) -> list[str]:
 
 
 def network_player(config: ConfigDict, setup: Setup, variables: dict, sims: int, name: str) -> agents.Agent:
-    """The network with ``sims`` simulations of the run's search variant (0: raw policy)."""
-    apply_fn = functools.partial(setup.net.apply, train=False)
+    """The network with ``sims`` simulations of the run's search variant (0: raw policy).
+
+    Built with :func:`agents.network_agent`, so every evaluation of a run reuses the compiled
+    matches of the first one (the variables are an argument, not a constant).
+    """
+    from othello_jax.train import network_config
+
     host = jax.device_get(variables)  # plain arrays: the arena runs on one device
-    return agents.neural_agent(setup.game, apply_fn, host, sims=sims, search=str(config.search.variant), name=name)
+    return agents.network_agent(setup.game, network_config(config), host, sims=sims,
+                                search=str(config.search.variant), name=name)
 
 
 def evaluate_against_baselines(config: ConfigDict, setup: Setup, variables: dict, key: jax.Array) -> dict:

@@ -115,6 +115,17 @@ def network_config(config: ConfigDict) -> NetworkConfig:
     return dataclasses.replace(base, **overrides)
 
 
+def optimizer_config(config: ConfigDict) -> ConfigDict:
+    """``config.optimizer`` with ``total_steps`` 0 resolved to ``iterations * steps_per_iteration``.
+
+    So a cosine schedule spans the whole run however ``--config.iterations`` is overridden.
+    """
+    out = ConfigDict(config.optimizer.to_dict())
+    if int(out.get("total_steps", 0)) <= 0:
+        out.total_steps = int(config.iterations) * int(config.train.steps_per_iteration)
+    return out
+
+
 def init_train_state(game: Othello, net: AlphaZeroNet, optimizer: optax.GradientTransformation,
                      key: jax.Array, lanes: int, capacity: int, max_window: int, resign_init: Any,
                      mesh: Mesh) -> TrainState:
@@ -261,7 +272,7 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
     gating = bool(config.gating.enabled)
     unroll = unroll_gradient_steps(config.train)
     sgd_step = make_sgd_step(net, game, optimizer, config.loss)
-    schedule = learning_rate_schedule(config.optimizer)
+    schedule = learning_rate_schedule(optimizer_config(config))
     play = lane_selfplay(selfplay_fn, mesh)
     batch_sharding = NamedSharding(mesh, PartitionSpec(AXIS))
 
@@ -327,7 +338,7 @@ class Setup:
     def from_config(cls, config: ConfigDict, game: Othello, mesh: Mesh) -> "Setup":
         lanes = num_lanes(config, mesh)
         capacity = -(-int(config.replay.capacity) // lanes)
-        return cls(game, make_network(game.size, network_config(config)), make_optimizer(config.optimizer),
+        return cls(game, make_network(game.size, network_config(config)), make_optimizer(optimizer_config(config)),
                    mesh, lanes, capacity, max_window(config.replay))
 
     def init_state(self, key: jax.Array, resign_init: Any) -> TrainState:

@@ -9,7 +9,7 @@ PYTHON="${PYTHON:-python3}"
 CONFIG="${CONFIG:-experiments/configs/othello6_cpu.py}"
 WORKDIR="${WORKDIR:-runs/othello6_cpu}"
 GAMES="${GAMES:-200}"
-SIMS="${SIMS:-32}"
+SIMS="${SIMS:-128}"
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip

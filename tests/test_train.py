@@ -100,6 +100,20 @@ def test_replay_window_schedule():
     assert int(train.replay_window(config, jnp.int32(50))) == 2 and train.max_window(config) == 2
 
 
+def test_cosine_schedule_spans_the_run_when_total_steps_is_zero():
+    from othello_jax.optimizers import learning_rate_schedule
+
+    config = synthetic_config()
+    config.iterations, config.train.steps_per_iteration = 30, 4
+    config.optimizer.update(schedule="cosine", learning_rate=1.0, warmup_steps=0, total_steps=0, end_scale=0.1)
+    resolved = train.optimizer_config(config)
+    assert resolved.total_steps == 120 and config.optimizer.total_steps == 0  # the run's config is untouched
+    schedule = learning_rate_schedule(resolved)
+    assert float(schedule(60)) == pytest.approx(0.55) and float(schedule(120)) == pytest.approx(0.1)
+    config.optimizer.total_steps = 50  # an explicit length wins
+    assert train.optimizer_config(config).total_steps == 50
+
+
 def test_bad_geometry_is_reported():
     config = synthetic_config(batch_size=30)
     config.replay.lanes = 4
@@ -208,3 +222,26 @@ def test_plot_draws_the_curves_of_one_or_more_runs(tmp_path, capsys):
     assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 10_000
     assert plot_command.main([str(tmp_path / "nowhere")]) == 2
     assert "no metrics.jsonl" in capsys.readouterr().err
+
+
+def test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled_matches(tmp_path):
+    from othello_jax import evaluation_hooks, loop
+    from othello_jax.metrics import read_records
+
+    config = tiny_config()
+    config.iterations = 2
+    config.eval.update(every=1, games=4, num_simulations=2, opponents="random greedy")
+    loop.run(config, tmp_path, print_fn=lambda _: None)
+    records = read_records(tmp_path / "metrics.jsonl")
+    assert [r["iteration"] for r in records] == [1, 2]
+    for record in records:
+        assert {"eval/random", "eval/greedy"} <= set(record)
+        assert all(0.0 <= record[k] <= 1.0 for k in ("eval/random", "eval/greedy"))
+    assert any((tmp_path / "best").iterdir())  # the best-scoring network is kept apart
+
+    setup = train.Setup.from_config(config, Othello(4), train.make_mesh(1))
+    state = setup.init_state(jax.random.PRNGKey(0), train.initial_resign_state(config))
+    variables = {"params": state.params, "batch_stats": state.batch_stats}
+    first = evaluation_hooks.network_player(config, setup, variables, 2, name="a")
+    second = evaluation_hooks.network_player(config, setup, jax.tree.map(lambda x: x + 1, variables), 2, name="b")
+    assert first.act_with_params is second.act_with_params  # one compiled program for every evaluation
