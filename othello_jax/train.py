@@ -121,7 +121,7 @@ def optimizer_config(config: ConfigDict) -> ConfigDict:
     So a cosine schedule spans the whole run however ``--config.iterations`` is overridden.
     """
     out = ConfigDict(config.optimizer.to_dict())
-    if int(out.get("total_steps", 0)) <= 0:
+    if int(out.get("total_steps", 0)) <= 0 and config.get("iterations") is not None:
         out.total_steps = int(config.iterations) * int(config.train.steps_per_iteration)
     return out
 
