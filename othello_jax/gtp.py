@@ -82,7 +82,9 @@ class GtpClient:
         except OSError as error:
             raise EngineError(f"cannot start engine {argv[0]!r}: {error.strerror or error}") from None
         threading.Thread(target=self._pump, args=(self._process.stdout, self._lines.put), daemon=True).start()
-        threading.Thread(target=self._pump, args=(self._process.stderr, self._stderr.append), daemon=True).start()
+        self._stderr_pump = threading.Thread(target=self._pump, args=(self._process.stderr, self._stderr.append),
+                                             daemon=True)
+        self._stderr_pump.start()
         atexit.register(self.close)
 
     @staticmethod
@@ -101,6 +103,7 @@ class GtpClient:
             code = self._process.wait(timeout=2.0)
         except subprocess.TimeoutExpired:
             code = None
+        self._stderr_pump.join(timeout=2.0)  # the engine's last words may still be in the pipe
         tail = [line for line in self._stderr if line]
         said = f"; its last words: {tail[-1]!r}" if tail else ""
         return f"engine {self.name} exited (code {code}) while {doing}{said}"

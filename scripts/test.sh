@@ -17,7 +17,7 @@ echo "== installing newest versions into .venv"
 make_venv .venv -e ".[dev]"
 echo "== full test suite (newest versions)"
 .venv/bin/python -c "import jax, flax, mctx; print('jax', jax.__version__, 'flax', flax.__version__, 'mctx', mctx.__version__)"
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 "$@"
 
 echo "== installing oldest supported versions into .venv-oldest"
 make_venv .venv-oldest "jax==0.7.2" "jaxlib==0.7.2" "flax==0.11.2" numpy pytest hypothesis pgx rust-reversi
