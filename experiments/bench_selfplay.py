@@ -12,7 +12,12 @@ best-of-``repeats``:
 - ``floor/noop``: a do-nothing embedding whose trees are whatever the network's priors give;
 - ``network only``: the network evaluated as often as in one search, nothing else;
 - ``othello_jax*`` (with ``--embeddings ...,other-backup``): our states with the other backup
-  implementation (mctx's own backward instead of ``search.batched_backward``, or vice versa).
+  implementation (mctx's own backward instead of ``search.batched_backward``, or vice versa);
+- ``ours/plain mctx`` (with ``--embeddings ...,plain-mctx``): our states with mctx's own
+  backward and tree walk (``search.batched_backward`` and ``search.batched_simulate`` off).
+
+Every embedding uses the same mctx internals (by default othello_jax's faster backup and tree
+walk, which build the same trees as mctx's own).
 
 It prints ms per search call, moves/s (B / time), network evaluations/s (B * (sims + 1) / time),
 tree depths, and the ratio pgx / othello_jax. ``--selfplay`` also times ``play_games``. Usage::
@@ -65,8 +70,8 @@ def network(name: str, size: int, dtype: str) -> tuple[Callable, dict]:
 # the same search over different embeddings; each returns (jitted fn, its arguments)
 # ---------------------------------------------------------------------------------------------
 def mctx_search(config, variables, key, root, recurrent_fn, invalid):
-    """The configured variant with the same backup implementation as ``run_search`` uses."""
-    with search.mctx_backward(bool(config.batched_backward)):
+    """The configured variant with the same mctx internals (backup, tree walk) as ``run_search`` uses."""
+    with search.faster_mctx(config):
         return search.VARIANTS[config.variant](config, variables, key, root, recurrent_fn, invalid)
 
 
@@ -244,6 +249,7 @@ def bench_search(args, batch: int) -> dict[str, float]:
     config.variant = args.variant
     config.num_simulations = args.simulations
     config.batched_backward = not args.mctx_backward
+    config.batched_simulate = not args.mctx_simulate
     apply_fn, variables = network(args.network, 8, args.dtype)
 
     our_roots, pgx_roots = root_positions(batch, args.plies)
@@ -261,18 +267,23 @@ def bench_search(args, batch: int) -> dict[str, float]:
         other = config.copy_and_resolve_references()
         other.batched_backward = not config.batched_backward
         calls["othello_jax*"] = othello_jax_search(other, game, apply_fn, variables, our_roots)
+    if "plain-mctx" in args.embeddings:  # our states, mctx's own backward and tree walk
+        plain = config.copy_and_resolve_references()
+        plain.batched_backward = plain.batched_simulate = False
+        calls["ours/plain mctx"] = othello_jax_search(plain, game, apply_fn, variables, our_roots)
     for name, (fn, fn_args) in calls.items():  # compile and record the trees
         if name != "othello_jax":
             tree_parents[name] = jax.block_until_ready(fn(*fn_args))[1]
     calls["network only"] = network_only(game, apply_fn, variables, batch, args.simulations + 1)
     jax.block_until_ready(calls["network only"][0](*calls["network only"][1]))
-    for name in ("floor/replay", "othello_jax*"):  # these must build exactly our trees
+    for name in ("floor/replay", "othello_jax*", "ours/plain mctx"):  # these must build exactly our trees
         if name in calls:
             assert np.array_equal(np.asarray(tree_parents[name]), np.asarray(parents)), f"{name}: different trees"
 
     seconds = best_times(calls, args.repeats)
     net = args.network if args.network == "trivial" else f"{args.network} {PRESETS[args.network][0]}x{PRESETS[args.network][1]}"
-    backup = "mctx's backward" if args.mctx_backward else "batched backward"
+    backup = ("mctx's backward" if args.mctx_backward else "batched backward") + ", " + (
+        "mctx's tree walk" if args.mctx_simulate else "lockstep tree walk")
     roots = f"roots {args.plies} random plies in" if args.plies else "roots at the start position"
     print(f"\nsearch: B={batch}, {args.simulations} simulations, {args.variant}, network {net} ({args.dtype}), "
           f"{backup}, {roots}, best of {args.repeats}, {jax.devices()[0].platform}")
@@ -299,6 +310,7 @@ def bench_selfplay(args, batch: int) -> None:
     search_config.variant = args.variant
     search_config.num_simulations = args.simulations
     search_config.batched_backward = not args.mctx_backward
+    search_config.batched_simulate = not args.mctx_simulate
     config = selfplay.default_selfplay_config()
     config.num_games = batch
     apply_fn, variables = network(args.network, 8, args.dtype)
@@ -333,10 +345,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="search positions this many random plies into a game (0 = the start position)")
     parser.add_argument("--embeddings", default="pgx,replay,noop",
                         help="comma list among pgx, replay, noop, other-backup (othello_jax* row: our states "
-                             "with the other backup, mctx's own or the batched one)")
+                             "with the other backup, mctx's own or the batched one), plain-mctx (our states "
+                             "with mctx's own backward and tree walk)")
     parser.add_argument("--selfplay", action="store_true", help="also time play_games")
     parser.add_argument("--mctx-backward", action="store_true",
                         help="back up with mctx's own backward instead of othello_jax.search.batched_backward")
+    parser.add_argument("--mctx-simulate", action="store_true",
+                        help="walk the trees with mctx's own simulate instead of othello_jax.search.batched_simulate")
     parser.add_argument("--no-search", action="store_true", help="skip the search comparison")
     args = parser.parse_args(argv)
     if args.variant not in search.VARIANTS:

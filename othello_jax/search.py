@@ -45,6 +45,7 @@ def default_search_config() -> ml_collections.ConfigDict:
     config.max_depth = 0  # 0: no limit beyond the number of simulations
     config.symmetry = False  # evaluate the network on a random dihedral transform per position
     config.batched_backward = True  # mctx's backup with O(B) updates per level (same trees, faster)
+    config.batched_simulate = True  # mctx's tree walk in lockstep, one selection per level (same trees, faster)
     # gumbel
     config.max_num_considered_actions = 16
     config.gumbel_scale = 1.0
@@ -188,25 +189,78 @@ def batched_backward(tree: mctx.Tree, leaf_index: jax.Array) -> mctx.Tree:
     return tree
 
 
-@contextlib.contextmanager
-def mctx_backward(enabled: bool) -> Iterator[bool]:
-    """While tracing inside this context, mctx backs up with :func:`batched_backward`.
+def batched_simulate(rng_key: jax.Array, tree: mctx.Tree, action_selection_fn, max_depth: int):
+    """mctx's tree walk (root to an unexpanded action) for a whole batch, one level per iteration.
 
-    mctx calls its module-level ``backward(tree, leaf_index)`` (batched over B) from its
-    search loop; it is swapped only for the duration of the trace and restored afterwards.
+    mctx vmaps a per-tree ``while_loop`` whose depth counter is per tree, so under ``vmap`` its
+    ``lax.cond(depth == 0, root selection, interior selection)`` becomes a select that computes
+    both selections at every level. Here every tree walks in lockstep (all start at the root,
+    finished trees keep their result), so the depth is one scalar for the batch, the cond stays
+    a cond, and each level runs only the selection it needs. Keys are split exactly as mctx
+    splits them, so the trees are bit-identical (tested). Returns ``(parent_index, action)``.
+    """
+    select = jax.vmap(action_selection_fn, in_axes=(0, 0, 0, None))
+    rows = jnp.arange(rng_key.shape[0])
+    no_parent = jnp.full(rows.shape, mctx.Tree.NO_PARENT, jnp.int32)
+
+    def level(carry):
+        keys, node, action, next_node, depth, active = carry
+        split = jax.vmap(jax.random.split)(keys)
+        new_keys, selection_keys = split[:, 0], split[:, 1]
+        new_action = select(selection_keys, tree, next_node, depth)
+        reached = tree.children_index[rows, next_node, new_action]
+        depth = depth + 1
+        going_on = (reached != mctx.Tree.UNVISITED) & (depth < max_depth)
+
+        def keep(new, old):
+            where = active.reshape(active.shape + (1,) * (new.ndim - 1))
+            return jnp.where(where, new, old)
+
+        return (keep(new_keys, keys), keep(next_node, node), keep(new_action, action), keep(reached, next_node),
+                depth, active & going_on)
+
+    start = (rng_key, no_parent, no_parent, jnp.full(rows.shape, mctx.Tree.ROOT_INDEX, jnp.int32),
+             jnp.zeros((), tree.children_prior_logits.dtype), jnp.ones(rows.shape, bool))
+    _, node, action, _, _, _ = jax.lax.while_loop(lambda carry: jnp.any(carry[5]), level, start)
+    return node, action
+
+
+@contextlib.contextmanager
+def _swapped(name: str, replacement: Callable, parameters: list[str], enabled: bool) -> Iterator[bool]:
+    """While tracing inside this context, mctx's search loop calls ``replacement`` for its ``name``.
+
+    mctx calls its module-level ``backward``/``simulate`` (batched over B) from its search
+    loop; the function is swapped only for the duration of the trace and restored afterwards.
     Yields whether the swap happened (False if disabled or mctx's internals differ).
     """
     from mctx._src import search as mctx_search  # private: checked before use
 
-    original = getattr(mctx_search, "backward", None)
-    swap = enabled and callable(original) and list(inspect.signature(original).parameters) == ["tree", "leaf_index"]
+    original = getattr(mctx_search, name, None)
+    swap = enabled and callable(original) and list(inspect.signature(original).parameters) == parameters
     if swap:
-        mctx_search.backward = batched_backward
+        setattr(mctx_search, name, replacement)
     try:
         yield swap
     finally:
         if swap:
-            mctx_search.backward = original
+            setattr(mctx_search, name, original)
+
+
+def mctx_backward(enabled: bool):
+    """Context: mctx backs up with :func:`batched_backward` (see :func:`_swapped`)."""
+    return _swapped("backward", batched_backward, ["tree", "leaf_index"], enabled)
+
+
+def mctx_simulate(enabled: bool):
+    """Context: mctx walks its trees with :func:`batched_simulate` (see :func:`_swapped`)."""
+    return _swapped("simulate", batched_simulate, ["rng_key", "tree", "action_selection_fn", "max_depth"], enabled)
+
+
+@contextlib.contextmanager
+def faster_mctx(config: ml_collections.ConfigDict) -> Iterator[None]:
+    """Both swaps as ``config.batched_backward`` and ``config.batched_simulate`` ask."""
+    with mctx_backward(bool(config.batched_backward)), mctx_simulate(bool(config.get("batched_simulate", True))):
+        yield
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,7 +380,7 @@ def run_search(config: ml_collections.ConfigDict, apply_fn: ApplyFn, variables: 
     root = mctx.RootFnOutput(prior_logits=logits, value=jnp.where(states.terminal, 0.0, value),
                              embedding=states)
     recurrent_fn = make_recurrent_fn(apply_fn, game, symmetry)
-    with mctx_backward(bool(config.batched_backward)):
+    with faster_mctx(config):
         out = VARIANTS[config.variant](config, variables, search_key, root, recurrent_fn, ~legal)
     tree = out.tree
     summary = tree.summary()

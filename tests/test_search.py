@@ -240,6 +240,30 @@ def test_batched_backward_builds_identical_trees(variant):
     assert mctx_search.backward is not search.batched_backward  # restored after tracing
 
 
+@pytest.mark.parametrize("max_depth", [0, 2])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_faster_mctx_internals_build_the_trees_of_plain_mctx(variant, max_depth):
+    """Lockstep tree walk + batched backup == mctx's own, bit for bit, with root noise and depth cut-offs."""
+    game = Othello(6)
+    states = pick_positions(game, random_positions(6), BATCH, want_pass=True)
+    with search.mctx_simulate(True) as swapped:
+        assert swapped, "mctx's simulate should be replaceable in the installed mctx"
+    fast = run(config(variant, max_depth=max_depth), game, states, key=3)
+    plain = run(config(variant, max_depth=max_depth, batched_simulate=False, batched_backward=False), game, states,
+                key=3)
+    for a, b in zip(jax.tree.leaves(fast), jax.tree.leaves(plain)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    parents = np.asarray(fast.tree.parents)
+    depth = np.zeros(parents.shape, int)
+    for node in range(1, parents.shape[1]):  # a node's parent was expanded before it
+        depth[:, node] = np.where(parents[:, node] >= 0, depth[np.arange(len(parents)), parents[:, node]] + 1, 0)
+    assert depth.max() >= 2, "the trees grew"
+    if max_depth:
+        assert depth.max() <= max_depth
+    from mctx._src import search as mctx_search
+    assert mctx_search.simulate is not search.batched_simulate  # restored after tracing
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_select_action_temperature(variant):
     game = Othello(6)
