@@ -63,6 +63,8 @@ def _manager(directory: Path, keep: int | None, async_save: bool, read_only: boo
     options = ocp.CheckpointManagerOptions(
         max_to_keep=keep, create=not read_only, read_only=read_only,
         enable_async_checkpointing=async_save, cleanup_tmp_directories=not read_only)
+    # orbax refuses relative paths (at the first save, deep in its writer): resolve them here
+    directory = Path(directory).expanduser().absolute()
     return ocp.CheckpointManager(directory, options=options, item_names=("variables", "train", "meta"))
 
 

@@ -224,14 +224,18 @@ def test_plot_draws_the_curves_of_one_or_more_runs(tmp_path, capsys):
     assert "no metrics.jsonl" in capsys.readouterr().err
 
 
-def test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled_matches(tmp_path):
+def test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled_matches(tmp_path, monkeypatch):
     from othello_jax import evaluation_hooks, loop
+    from othello_jax.checkpoint import load_agent_variables
     from othello_jax.metrics import read_records
 
     config = tiny_config()
     config.iterations = 2
     config.eval.update(every=1, games=4, num_simulations=2, opponents="random greedy")
-    loop.run(config, tmp_path, print_fn=lambda _: None)
+    monkeypatch.chdir(tmp_path)
+    loop.run(config, "runs/relative", print_fn=lambda _: None)  # a relative workdir, as in the quickstart
+    tmp_path = tmp_path / "runs" / "relative"
+    assert load_agent_variables("runs/relative")[2] == 4
     records = read_records(tmp_path / "metrics.jsonl")
     assert [r["iteration"] for r in records] == [1, 2]
     for record in records:
