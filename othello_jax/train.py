@@ -243,7 +243,12 @@ def lane_selfplay(selfplay_fn: SelfPlayFn, mesh: Mesh):
         flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[samples.mask.ndim:]), samples)
         return flat, stats, resign
 
-    local = jax.vmap(per_lane, in_axes=(None, 0, 0))
+    def local(actor, keys, resign):
+        if keys.shape[0] == 1:  # one lane per device: no vmap, so the search's conds stay conds
+            out = per_lane(actor, keys[0], jax.tree.map(lambda x: x[0], resign))
+            return jax.tree.map(lambda x: x[None], out)
+        return jax.vmap(per_lane, in_axes=(None, 0, 0))(actor, keys, resign)
+
     lanes = PartitionSpec(AXIS)
     return _shard_map(local, mesh, in_specs=(PartitionSpec(), lanes, lanes), out_specs=lanes)
 
