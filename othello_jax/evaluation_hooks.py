@@ -10,7 +10,7 @@ import jax
 from ml_collections import ConfigDict
 
 from othello_jax import agents, arena
-from othello_jax.train import Setup
+from othello_jax.train import Setup, network_config
 
 
 def opponent_specs(text: str) -> list[str]:
@@ -24,8 +24,6 @@ def network_player(config: ConfigDict, setup: Setup, variables: dict, sims: int,
     Built with :func:`agents.network_agent`, so every evaluation of a run reuses the compiled
     matches of the first one (the variables are an argument, not a constant).
     """
-    from othello_jax.train import network_config
-
     host = jax.device_get(variables)  # plain arrays: the arena runs on one device
     return agents.network_agent(setup.game, network_config(config), host, sims=sims,
                                 search=str(config.search.variant), name=name)

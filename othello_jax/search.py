@@ -226,17 +226,19 @@ def batched_simulate(rng_key: jax.Array, tree: mctx.Tree, action_selection_fn, m
 
 
 @contextlib.contextmanager
-def _swapped(name: str, replacement: Callable, parameters: list[str], enabled: bool) -> Iterator[bool]:
+def _swapped(name: str, replacement: Callable, enabled: bool) -> Iterator[bool]:
     """While tracing inside this context, mctx's search loop calls ``replacement`` for its ``name``.
 
     mctx calls its module-level ``backward``/``simulate`` (batched over B) from its search
     loop; the function is swapped only for the duration of the trace and restored afterwards.
-    Yields whether the swap happened (False if disabled or mctx's internals differ).
+    Yields whether the swap happened (False if disabled or if mctx's function no longer takes
+    the replacement's parameters).
     """
     from mctx._src import search as mctx_search  # private: checked before use
 
     original = getattr(mctx_search, name, None)
-    swap = enabled and callable(original) and list(inspect.signature(original).parameters) == parameters
+    swap = (enabled and callable(original)
+            and list(inspect.signature(original).parameters) == list(inspect.signature(replacement).parameters))
     if swap:
         setattr(mctx_search, name, replacement)
     try:
@@ -248,12 +250,12 @@ def _swapped(name: str, replacement: Callable, parameters: list[str], enabled: b
 
 def mctx_backward(enabled: bool):
     """Context: mctx backs up with :func:`batched_backward` (see :func:`_swapped`)."""
-    return _swapped("backward", batched_backward, ["tree", "leaf_index"], enabled)
+    return _swapped("backward", batched_backward, enabled)
 
 
 def mctx_simulate(enabled: bool):
     """Context: mctx walks its trees with :func:`batched_simulate` (see :func:`_swapped`)."""
-    return _swapped("simulate", batched_simulate, ["rng_key", "tree", "action_selection_fn", "max_depth"], enabled)
+    return _swapped("simulate", batched_simulate, enabled)
 
 
 @contextlib.contextmanager

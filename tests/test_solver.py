@@ -190,18 +190,12 @@ def solve_and_report(problem, solver):
     return score, int(square_to_action(square, 8))
 
 
-@pytest.mark.parametrize("number", range(40, 45))
-def test_ffo_40_to_44_exact(shared_data, number):
-    (problem,) = ffo(shared_data, [number])
-    score, action = solve_and_report(problem, CSolver(8))
-    assert score == problem.score
-    assert action in problem.best_actions
+# #45-#49 take about 2.5 minutes of CPU together (#49 alone about a minute; see bench_solver)
+FFO_NUMBERS = [*range(40, 45), *(pytest.param(n, marks=pytest.mark.slow) for n in range(45, 50))]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("number", range(45, 50))
-def test_ffo_45_to_49_exact(shared_data, number):
-    """About 2.5 minutes of CPU for the five (#49 alone about a minute); see bench_solver."""
+@pytest.mark.parametrize("number", FFO_NUMBERS)
+def test_ffo_exact(shared_data, number):
     (problem,) = ffo(shared_data, [number])
     score, action = solve_and_report(problem, CSolver(8))
     assert score == problem.score

@@ -234,14 +234,14 @@ def test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled
     config.eval.update(every=1, games=4, num_simulations=2, opponents="random greedy")
     monkeypatch.chdir(tmp_path)
     loop.run(config, "runs/relative", print_fn=lambda _: None)  # a relative workdir, as in the quickstart
-    tmp_path = tmp_path / "runs" / "relative"
+    workdir = tmp_path / "runs" / "relative"
     assert load_agent_variables("runs/relative")[2] == 4
-    records = read_records(tmp_path / "metrics.jsonl")
+    records = read_records(workdir / "metrics.jsonl")
     assert [r["iteration"] for r in records] == [1, 2]
     for record in records:
         assert {"eval/random", "eval/greedy"} <= set(record)
         assert all(0.0 <= record[k] <= 1.0 for k in ("eval/random", "eval/greedy"))
-    assert any((tmp_path / "best").iterdir())  # the best-scoring network is kept apart
+    assert any((workdir / "best").iterdir())  # the best-scoring network is kept apart
 
     setup = train.Setup.from_config(config, Othello(4), train.make_mesh(1))
     state = setup.init_state(jax.random.PRNGKey(0), train.initial_resign_state(config))
