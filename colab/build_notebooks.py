@@ -112,7 +112,7 @@ if TEST_MODE:
 
 from othello_jax.commands.agent_options import network_player
 from othello_jax.game import Othello
-from othello_jax.notebook_play import NotebookGame
+from othello_jax.interface.notebook_play import NotebookGame
 
 if TEST_MODE and not CHECKPOINT:
     CHECKPOINT = tiny_checkpoint()
@@ -226,7 +226,7 @@ print(f"{len(devices)} {platform} device(s): config {name}, {config.board_size}x
 '''),
         new_markdown_cell("## Google Drive mirror\n\nIn Colab the Drive is mounted and, when the local "
                           "workdir is empty (a fresh runtime), the run is copied back from Drive first."),
-        new_code_cell('''from othello_jax import workdir_mirror
+        new_code_cell('''from othello_jax.training import mirror as workdir_mirror
 
 if DRIVE_MIRROR.startswith("/content/drive"):
     try:
@@ -241,7 +241,7 @@ if DRIVE_MIRROR and workdir_mirror.restore(DRIVE_MIRROR, WORKDIR):
 '''),
         new_markdown_cell("## Train\n\nOne progress line per iteration. Interrupting is safe: run "
                           "this cell again to resume from the last checkpoint."),
-        new_code_cell('''from othello_jax import loop
+        new_code_cell('''from othello_jax.training import loop
 
 printer = print
 if DRIVE_MIRROR:
@@ -267,8 +267,8 @@ finally:
 import matplotlib.pyplot as plt
 from IPython.display import Image, display
 
-from othello_jax.arena import score_to_elo
-from othello_jax.metrics import plot, read_records
+from othello_jax.evaluation.arena import score_to_elo
+from othello_jax.training.metrics import plot, read_records
 
 display(Image(filename=str(plot([WORKDIR], Path(WORKDIR) / "curves.png"))))
 records = read_records(WORKDIR)
@@ -331,7 +331,7 @@ from othello_jax.checkpoint import load_agent_variables
 
 if TEST_MODE and not (Path(WORKDIR) / "checkpoints").is_dir():  # a two-iteration run to rate
     from experiments.configs import tiny_test
-    from othello_jax import loop
+    from othello_jax.training import loop
 
     config = tiny_test.get_config()
     config.iterations = 2
@@ -358,8 +358,8 @@ print("players:", ", ".join(agents))
 '''),
         new_markdown_cell("## Matches and Elo\n\nEach checkpoint plays the next one and every baseline "
                           "(a ladder, much cheaper than a round robin); ratings are fitted jointly."),
-        new_code_cell('''from othello_jax import arena, openings
-from othello_jax.elo import rate_agents
+        new_code_cell('''from othello_jax.evaluation import arena, openings
+from othello_jax.evaluation.elo import rate_agents
 
 key = jax.random.PRNGKey(0)
 lines = openings.sample_openings(openings.load_openings(OPENINGS_FILE, board), GAMES // 2, key) if OPENINGS_FILE \\
@@ -376,7 +376,7 @@ print(ratings.table())
 '''),
         new_code_cell('''from IPython.display import Image, display
 
-from othello_jax.elo import plot_elo
+from othello_jax.evaluation.elo import plot_elo
 
 series = {name: int(name.split()[-1]) for name in checkpoints}
 display(Image(filename=str(plot_elo(ratings, series, Path(WORKDIR).expanduser() / "elo.png"))))

@@ -18,8 +18,8 @@ import time
 import jax
 import jax.numpy as jnp
 
-from othello_jax import alphabeta, arena
-from othello_jax.agents import parse_agent
+from othello_jax.agents import alphabeta, parse_agent
+from othello_jax.evaluation import arena
 from othello_jax.game import Othello
 
 

@@ -32,16 +32,17 @@ import argparse
 import functools
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from othello_jax import search, selfplay
+from othello_jax import search
 from othello_jax.game import Othello
 from othello_jax.model import PRESETS, NetworkConfig, init_variables, make_network
+from othello_jax.training import selfplay
 
 
 # ---------------------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def bench_batch(empties: int, batch: int, seed: int) -> None:
     movers, opponents = bitboards_u64(starts.mover).tolist(), bitboards_u64(starts.opponent).tolist()
     c_nodes, c_scores = 0, []
     with Clock() as c_clock:
-        for mover, opponent in zip(movers, opponents):
+        for mover, opponent in zip(movers, opponents, strict=False):
             score, _, nodes = solver.solve(mover, opponent)
             c_nodes += nodes
             c_scores.append(score)

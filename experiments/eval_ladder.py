@@ -17,9 +17,9 @@ from pathlib import Path
 
 import jax
 
-from othello_jax import elo
 from othello_jax.agents import AgentSpecError, parse_agent
-from othello_jax.arena import ArenaError
+from othello_jax.evaluation import elo
+from othello_jax.evaluation.arena import ArenaError
 from othello_jax.game import Othello
 
 

@@ -14,9 +14,9 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from othello_jax import supervised
 from othello_jax.checkpoint import CheckpointError
 from othello_jax.data.wthor import WthorError
+from othello_jax.training import supervised
 
 _CONFIG = config_flags.DEFINE_config_file("config", "experiments/configs/supervised.py", "supervised config file")
 _WORKDIR = flags.DEFINE_string("workdir", None, "directory for metrics and checkpoints", required=True)

@@ -34,7 +34,7 @@ class NetworkConfig:
     dtype: str = "float32"  # activations/matmuls: "float32" or "bfloat16"
 
     @classmethod
-    def preset(cls, name: str, **overrides: Any) -> "NetworkConfig":
+    def preset(cls, name: str, **overrides: Any) -> NetworkConfig:
         if name not in PRESETS:
             raise ValueError(f"unknown network preset {name!r}; choose from {', '.join(PRESETS)}")
         blocks, channels = PRESETS[name]

@@ -8,7 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from othello_jax.game import Othello, bitboard as bb
+from othello_jax.game import Othello
+from othello_jax.game import bitboard as bb
 
 DIRS = [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]
 

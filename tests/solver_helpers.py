@@ -4,6 +4,7 @@ positions, and simple batched act functions."""
 from __future__ import annotations
 
 import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -86,7 +87,7 @@ class BruteForce:
 def to_ints(states: State) -> tuple[list[int], list[int]]:
     """Batched states -> (mover ints, opponent ints)."""
     def ints(b):
-        return [int(lo) | (int(hi) << 32) for lo, hi in zip(np.asarray(b.lo).tolist(), np.asarray(b.hi).tolist())]
+        return [int(lo) | (int(hi) << 32) for lo, hi in zip(np.asarray(b.lo).tolist(), np.asarray(b.hi).tolist(), strict=False)]
     return ints(states.mover), ints(states.opponent)
 
 

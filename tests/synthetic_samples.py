@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from othello_jax.game import Othello
-from othello_jax.samples import Samples
+from othello_jax.training.samples import Samples
 
 
 def random_positions(game: Othello, key: jax.Array, batch: int, plies: int):
@@ -36,8 +36,8 @@ def learnable_samples(game: Othello, key: jax.Array, batch: int, plies: int) -> 
     return Samples(state=states, policy=policy, value=value, mask=~states.terminal)
 
 
-def synthetic_config(**train_overrides) -> "ConfigDict":
-    """The sections of a run config that ``othello_jax.train`` reads, sized for fast CPU tests."""
+def synthetic_config(**train_overrides) -> ConfigDict:
+    """The sections of a run config that ``othello_jax.training.iteration`` reads, sized for fast CPU tests."""
     from ml_collections import ConfigDict
 
     return ConfigDict(dict(

@@ -9,13 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from othello_jax import agents, alphabeta, heuristic
-from othello_jax.agents import AgentSpecError, parse_agent
+from othello_jax import agents
+from othello_jax.agents import AgentSpecError, alphabeta, heuristic, parse_agent
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def random_positions(size: int, count: int = 16, seed: int = 0) -> State:
     """Positions from random play, stopped after a random number of plies (some finished, some forced passes)."""
     game = Othello(size)

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from othello_jax.agents import playing_search_config
-from othello_jax.analysis import Analyzer, format_analysis
 from othello_jax.checkpoint import load_agent_variables
 from othello_jax.commands import analyze
+from othello_jax.evaluation.analysis import Analyzer, format_analysis
 from othello_jax.game import Othello, play_transcript, square_name
 from othello_jax.model import make_network
 from tests.tiny_checkpoint import save_tiny_checkpoint

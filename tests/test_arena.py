@@ -10,11 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from othello_jax import alphabeta, arena, openings
-from othello_jax.agents import Agent, parse_agent
-from othello_jax.arena import ArenaError, MatchResult, play_match, score_to_elo
+from othello_jax.agents import Agent, alphabeta, parse_agent
+from othello_jax.evaluation import arena, openings
+from othello_jax.evaluation.arena import ArenaError, MatchResult, play_match, score_to_elo
+from othello_jax.evaluation.openings import OpeningError
 from othello_jax.game import Othello, play_transcript
-from othello_jax.openings import OpeningError
 
 
 def from_start(pairs: int) -> list[list[int]]:
@@ -94,7 +94,7 @@ def test_records_replay_to_the_reported_results(small_match, tmp_path):
     result.save_games(path)
     saved = openings.read_transcripts(path)
     assert len(saved) == len(result.records())
-    for (_, transcript), record in zip(saved, result.records()):
+    for (_, transcript), record in zip(saved, result.records(), strict=False):
         state, _ = play_transcript(transcript, game)
         assert bool(state.terminal)
         _, diff = game.outcome(state)
@@ -214,8 +214,8 @@ def test_balanced_openings_are_distinct_unfinished_and_the_most_even():
     _, values, _ = alphabeta.search(states, game, 2)
     black, white = game.black_white(states)
     position = {tuple(line): (int(b), int(w), int(c))
-                for line, b, w, c in zip(every, black.lo, white.lo, states.color)}
-    evenness = {position[tuple(line)]: abs(int(v)) for line, v in zip(every, values)}
+                for line, b, w, c in zip(every, black.lo, white.lo, states.color, strict=False)}
+    evenness = {position[tuple(line)]: abs(int(v)) for line, v in zip(every, values, strict=False)}
     chosen = [position[tuple(int(a) for a in line)] for line in lines]
     assert len(set(chosen)) == 8
     assert sorted(evenness[p] for p in chosen) == sorted(evenness.values())[:8]

@@ -10,9 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from othello_jax import checkpoint, train
+from othello_jax import checkpoint
 from othello_jax.checkpoint import CheckpointError
 from othello_jax.game import Othello
+from othello_jax.training import iteration as train
 from tests.synthetic_samples import synthetic_config, synthetic_selfplay
 
 GAME = Othello(6)
@@ -158,7 +159,7 @@ REPO = Path(__file__).resolve().parents[1]
 TINY = ["--config=experiments/configs/tiny_test.py", "--config.iterations=12", "--config.checkpoint.every=1"]
 
 
-def train_process(workdir: Path) -> "subprocess.Popen":
+def train_process(workdir: Path) -> subprocess.Popen:
     import os
     import subprocess
     import sys
@@ -197,7 +198,7 @@ def test_killed_run_resumes_to_the_same_parameters(tmp_path):
 
     _, a, _ = checkpoint.load_agent_variables(killed)
     _, b, _ = checkpoint.load_agent_variables(straight)
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=False):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-6, atol=1e-7)
     # the metrics log has each iteration exactly once, and matches the uninterrupted run
     logged = [json.loads(line) for line in (killed / "metrics.jsonl").read_text().splitlines()]

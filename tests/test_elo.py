@@ -8,9 +8,9 @@ import jax
 import numpy as np
 import pytest
 
-from othello_jax import elo
 from othello_jax.agents import parse_agent
-from othello_jax.elo import EloError, Pairing
+from othello_jax.evaluation import elo
+from othello_jax.evaluation.elo import EloError, Pairing
 from othello_jax.game import Othello
 
 TRUE = {"random": 0.0, "greedy": 150.0, "net-10": 420.0, "alphabeta": 600.0, "net-20": 810.0}

@@ -16,10 +16,10 @@ import jax.numpy as jnp
 import pytest
 
 from othello_jax.agents import parse_agent
-from othello_jax.arena import match_openings, play_match
+from othello_jax.agents.gtp import gtp_agent
+from othello_jax.evaluation.arena import match_openings, play_match
 from othello_jax.game import Othello, parse_board, play_transcript
-from othello_jax.gtp import gtp_agent
-from othello_jax.gtp_server import GtpEngine, format_response, parse_command, serve
+from othello_jax.interface.gtp_server import GtpEngine, format_response, parse_command, serve
 from tests.tiny_checkpoint import save_tiny_checkpoint
 
 

@@ -91,7 +91,8 @@ def test_transcript_replay_and_pass_sequence():
 
 
 def test_functions_work_under_jit_vmap_and_shard_map():
-    from jax.sharding import Mesh, PartitionSpec as P
+    from jax.sharding import Mesh
+    from jax.sharding import PartitionSpec as P
     try:
         from jax import shard_map
     except ImportError:  # jax < 0.8
@@ -104,7 +105,7 @@ def test_functions_work_under_jit_vmap_and_shard_map():
     mesh = Mesh(np.array(jax.devices()[:1]), ("games",))
     sharded = jax.jit(shard_map(game.step, mesh=mesh, in_specs=(P("games"), P("games")), out_specs=P("games")))(batch, actions)
     for other in (vmapped, sharded):
-        for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(other)):
+        for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(other), strict=False):
             assert np.array_equal(np.asarray(a), np.asarray(b))
     assert np.asarray(jax.vmap(game.legal_moves)(vmapped)).sum(axis=-1).tolist() == [3] * 8
 

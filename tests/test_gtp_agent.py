@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from othello_jax.agents import AgentSpecError, parse_agent
-from othello_jax.arena import play_match
+from othello_jax.agents.gtp import EngineError, GtpClient, parse_response
+from othello_jax.evaluation.arena import play_match
 from othello_jax.game import Othello, play_transcript
-from othello_jax.gtp import EngineError, GtpClient, parse_response
 
 FAKE = Path(__file__).with_name("fake_gtp_engine.py")
 

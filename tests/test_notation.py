@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from othello_jax.game import (
-    NotationError, Othello, board_string, format_transcript, parse_board, parse_square,
-    parse_transcript, play_transcript, render, square_name,
+    NotationError,
+    Othello,
+    board_string,
+    format_transcript,
+    parse_board,
+    parse_square,
+    parse_transcript,
+    play_transcript,
+    render,
+    square_name,
 )
 from tests.game_helpers import random_games
 

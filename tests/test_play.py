@@ -17,7 +17,7 @@ import pytest
 
 from othello_jax.commands.play import finish, play_game
 from othello_jax.game import Othello, play_transcript, square_name
-from othello_jax.session import GameSession
+from othello_jax.interface.session import GameSession
 from tests.tiny_checkpoint import save_tiny_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
@@ -165,7 +165,7 @@ def test_play_command_bad_options(options, message, capsys):
 def test_board_svg_draws_discs_legal_moves_last_move_and_labels():
     import xml.etree.ElementTree as ET
 
-    from othello_jax.board_svg import board_svg
+    from othello_jax.interface.board_svg import board_svg
 
     session = GameSession.from_text(Othello(8), moves="f5d6")
     svg = board_svg(session.state, session.game, last_move=session.actions[-1], labels={20: "17", 34: "<3>"})
@@ -184,7 +184,7 @@ def test_board_svg_draws_discs_legal_moves_last_move_and_labels():
 
 
 def test_notebook_game_typed_and_clicked_moves():
-    from othello_jax.notebook_play import NotebookGame  # the widget needs ipywidgets (a dev dependency)
+    from othello_jax.interface.notebook_play import NotebookGame  # the widget needs ipywidgets (a dev dependency)
 
     game = Othello(6)
     nb = NotebookGame(first_legal_agent(game), game, human=1)  # the agent (black) opens at once

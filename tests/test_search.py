@@ -11,12 +11,13 @@ import pytest
 
 from othello_jax import search
 from othello_jax.game import Othello, State
+from othello_jax.game.fusion import step_materialized
 from othello_jax.model import NetworkConfig, init_variables, make_network
 
 VARIANTS = sorted(search.VARIANTS)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tiny_net(size: int):
     net = make_network(size, NetworkConfig.preset("tiny"))
     return functools.partial(net.apply, train=False), init_variables(net, jax.random.key(0), size)
@@ -26,7 +27,7 @@ def take(states: State, index) -> State:
     return jax.tree.map(lambda x: x[np.asarray(index)], states)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def random_positions(size: int, games: int = 64, seed: int = 0) -> State:
     """Every position of ``games`` uniformly random games, flattened ([games * plies])."""
     game = Othello(size)
@@ -233,7 +234,7 @@ def test_batched_backward_builds_identical_trees(variant):
         assert swapped, "mctx's backward should be replaceable in the installed mctx"
     fast = run(deterministic(variant), game, states)
     slow = run(config(variant, batched_backward=False, gumbel_scale=0.0, dirichlet_fraction=0.0), game, states)
-    for a, b in zip(jax.tree.leaves(fast), jax.tree.leaves(slow)):
+    for a, b in zip(jax.tree.leaves(fast), jax.tree.leaves(slow), strict=False):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert np.asarray(fast.tree.node_visits)[:, 0].min() == SIMS + 1
     from mctx._src import search as mctx_search
@@ -251,7 +252,7 @@ def test_faster_mctx_internals_build_the_trees_of_plain_mctx(variant, max_depth)
     fast = run(config(variant, max_depth=max_depth), game, states, key=3)
     plain = run(config(variant, max_depth=max_depth, batched_simulate=False, batched_backward=False), game, states,
                 key=3)
-    for a, b in zip(jax.tree.leaves(fast), jax.tree.leaves(plain)):
+    for a, b in zip(jax.tree.leaves(fast), jax.tree.leaves(plain), strict=False):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     parents = np.asarray(fast.tree.parents)
     depth = np.zeros(parents.shape, int)
@@ -337,16 +338,16 @@ def test_step_materialized_matches_step_also_under_vmap():
     legal = np.asarray(game.legal_moves(states))
     action = jnp.asarray(np.where(legal.any(-1), legal.argmax(-1), 0), jnp.int32)
     want = jax.jit(game.step)(states, action)
-    got = jax.jit(functools.partial(search.step_materialized, game))(states, action)
-    for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got)):
+    got = jax.jit(functools.partial(step_materialized, game))(states, action)
+    for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=False):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     split = jax.tree.map(lambda x: x.reshape((2, -1) + x.shape[1:]), (states, action))
-    got = jax.jit(jax.vmap(functools.partial(search.step_materialized, game)))(*split)
-    for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got)):
+    got = jax.jit(jax.vmap(functools.partial(step_materialized, game)))(*split)
+    for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=False):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b).reshape(np.asarray(a).shape))
     all_over = jax.tree.map(lambda x: x, states)._replace(terminal=jnp.ones_like(states.terminal))
-    same = jax.jit(functools.partial(search.step_materialized, game))(all_over, action)
-    for a, b in zip(jax.tree.leaves(all_over), jax.tree.leaves(same)):
+    same = jax.jit(functools.partial(step_materialized, game))(all_over, action)
+    for a, b in zip(jax.tree.leaves(all_over), jax.tree.leaves(same), strict=False):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 

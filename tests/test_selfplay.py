@@ -9,16 +9,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from othello_jax import search, selfplay
+from othello_jax import search
 from othello_jax.game import BLACK, NotationError, Othello, play_transcript
 from othello_jax.model import NetworkConfig, init_variables, make_network
+from othello_jax.training import selfplay
 
 GAME = Othello(4)
 BATCH = 32
 NEVER, ALWAYS = -2.0, 2.0  # resign thresholds: below any value / above any value
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tiny_net():
     net = make_network(GAME.size, NetworkConfig.preset("tiny"))
     return functools.partial(net.apply, train=False), init_variables(net, jax.random.key(0), GAME.size)
@@ -48,7 +49,7 @@ def openings() -> np.ndarray:
     return rows
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def played(threshold: float, seed: int = 0):
     """One compiled self-play function (main config), called with different resign thresholds."""
     apply_fn, variables = tiny_net()
@@ -58,7 +59,7 @@ def played(threshold: float, seed: int = 0):
     return jax.tree.map(np.asarray, (out, stats, new_resign))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled_main():
     apply_fn, _ = tiny_net()
     return jax.jit(lambda v, k, r, o: selfplay.play_games(main_config(), GAME, apply_fn, v, k, r,
@@ -112,7 +113,7 @@ def test_openings_start_the_games():
     assert starts <= {0, 1, 2} and len(starts) >= 2
     after_b1a1, _ = play_transcript("b1a1", GAME)
     rows = np.nonzero(np.asarray(first.ply)[0] == 2)[0]
-    for leaf, want in zip(jax.tree.leaves(jax.tree.map(lambda x: x[0, rows], first)), jax.tree.leaves(after_b1a1)):
+    for leaf, want in zip(jax.tree.leaves(jax.tree.map(lambda x: x[0, rows], first)), jax.tree.leaves(after_b1a1), strict=False):
         np.testing.assert_array_equal(np.asarray(leaf), np.broadcast_to(np.asarray(want), np.asarray(leaf).shape))
     with pytest.raises(NotationError):
         selfplay.openings_from_transcripts(["a1"], GAME)  # illegal first move
@@ -232,7 +233,7 @@ def test_puct_lambda_and_exact_endgame_values():
     assert late.sum() >= 8
     step = jax.jit(GAME.step)
     checked = 0
-    for t, b in zip(*np.nonzero(late)):
+    for t, b in zip(*np.nonzero(late), strict=False):
         want = negamax(states_at(out, t, b), step, 3)
         assert out.samples.value[t, b] == want
         checked += 1

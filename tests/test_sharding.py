@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent("""
     import json
     import jax, numpy as np
     from experiments.configs import tiny_test
-    from othello_jax import train
+    from othello_jax.training import iteration as train
     from othello_jax.game import Othello
 
     assert len(jax.devices()) == 8, jax.devices()

@@ -52,13 +52,13 @@ def positions():
     states = random_positions(GAME, empties, seed=5)
     movers, opponents = to_ints(states)
     brute = BruteForce(8)
-    values = np.array([brute.value(m, o) for m, o in zip(movers, opponents)])
+    values = np.array([brute.value(m, o) for m, o in zip(movers, opponents, strict=False)])
     return states, movers, opponents, values, brute
 
 
 def check_moves(brute, movers, opponents, values, actions, size):
     """Every returned action is legal (or -1 for a finished game) and reaches the value."""
-    for m, o, v, a in zip(movers, opponents, values, actions):
+    for m, o, v, a in zip(movers, opponents, values, actions, strict=False):
         moves = brute.moves(m, o)
         if a == -1:
             assert not moves and not brute.moves(o, m)
@@ -72,7 +72,7 @@ def check_moves(brute, movers, opponents, values, actions, size):
 def test_c_move_generator_matches_rules(positions):
     states, movers, opponents, _, brute = positions
     lib = c_solver.library()
-    for m, o in list(zip(movers, opponents))[:300]:
+    for m, o in list(zip(movers, opponents, strict=False))[:300]:
         legal = lib.oj_legal(m, o, (1 << 64) - 1)
         assert legal == sum(1 << sq for sq in brute.moves(m, o))
         for sq in range(64):
@@ -106,7 +106,7 @@ def test_small_boards_match_brute_force(size, max_empties):
     states = random_positions(game, empties, seed=size)
     movers, opponents = to_ints(states)
     brute = BruteForce(size)
-    values = np.array([brute.value(m, o) for m, o in zip(movers, opponents)])
+    values = np.array([brute.value(m, o) for m, o in zip(movers, opponents, strict=False)])
     result = solve_batch_jit(states, game, max_empties)
     assert np.array_equal(np.asarray(result.score), values)
     check_moves(brute, movers, opponents, values, np.asarray(result.action), size)
@@ -248,7 +248,7 @@ def test_agent_plays_the_last_moves_perfectly():
         ours = turn % 2 == 0
         actions = np.asarray(perfect(states, k1) if ours else opponent(states, k1))
         if ours:
-            for m, o, a, over in zip(*to_ints(states), actions, np.asarray(states.terminal)):
+            for m, o, a, over in zip(*to_ints(states), actions, np.asarray(states.terminal), strict=False):
                 if over:
                     continue
                 square = 64 if a == 64 else int(a)

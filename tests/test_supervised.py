@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from experiments.configs.supervised import get_config
-from othello_jax import supervised
 from othello_jax.checkpoint import load_agent_variables
 from othello_jax.commands import accuracy as accuracy_command
 from othello_jax.data import accuracy, expert
 from othello_jax.game import Othello, transform_state
 from othello_jax.game import bitboard as bb
-from othello_jax.model import init_variables, make_network, NetworkConfig
-from othello_jax.optimizers import make_optimizer
+from othello_jax.model import NetworkConfig, init_variables, make_network
+from othello_jax.training import supervised
+from othello_jax.training.optimizers import make_optimizer
 
 GAME = Othello(8)
 
@@ -68,7 +68,7 @@ def test_augmented_batches_move_board_and_target_together(data):
     state = jax.tree.map(lambda x: x[0], expert.to_state(one))
     variants = {k: (bb.to_int(s.mover), bb.to_int(s.opponent))
                 for k in range(8) for s in [transform_state(state, k, 8)]}
-    seen = set(zip(_ints(batch.state.mover), _ints(batch.state.opponent)))
+    seen = set(zip(_ints(batch.state.mover), _ints(batch.state.opponent), strict=False))
     assert seen <= set(variants.values()) and len(seen) == len(set(variants.values()))  # every symmetry occurs
     legal = np.asarray(GAME.legal_moves(batch.state))
     target = np.argmax(np.asarray(batch.policy), -1)

@@ -7,9 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from othello_jax import train
 from othello_jax.game import Othello
-from othello_jax.samples import Samples
+from othello_jax.training import iteration as train
 from tests.synthetic_samples import learnable_samples, synthetic_config, synthetic_selfplay
 
 GAME = Othello(6)
@@ -101,7 +100,7 @@ def test_replay_window_schedule():
 
 
 def test_cosine_schedule_spans_the_run_when_total_steps_is_zero():
-    from othello_jax.optimizers import learning_rate_schedule
+    from othello_jax.training.optimizers import learning_rate_schedule
 
     config = synthetic_config()
     config.iterations, config.train.steps_per_iteration = 30, 4
@@ -143,7 +142,7 @@ def tiny_config():
 
 
 def test_stages_override_static_settings_from_their_iteration():
-    from othello_jax import run_config
+    from othello_jax.training import config as run_config
 
     config = tiny_config()
     stages = run_config.parse_stages("10: search.num_simulations=8, selfplay.temperature=0.5; 3: train.unroll=no",
@@ -191,7 +190,8 @@ def test_train_command_reports_bad_input_in_one_line(capsys, tmp_path):
 
 
 def test_resuming_with_a_different_network_is_refused(capsys, tmp_path):
-    from othello_jax import checkpoint, loop
+    from othello_jax import checkpoint
+    from othello_jax.training import loop
 
     config = tiny_config()
     setup = train.Setup.from_config(config, Othello(4), train.make_mesh(1))
@@ -207,7 +207,7 @@ def test_resuming_with_a_different_network_is_refused(capsys, tmp_path):
 
 def test_plot_draws_the_curves_of_one_or_more_runs(tmp_path, capsys):
     from othello_jax.commands import plot as plot_command
-    from othello_jax.metrics import MetricsLog, read_records
+    from othello_jax.training.metrics import MetricsLog, read_records
 
     for name in ("a", "b"):
         log = MetricsLog(tmp_path / name)
@@ -225,9 +225,10 @@ def test_plot_draws_the_curves_of_one_or_more_runs(tmp_path, capsys):
 
 
 def test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled_matches(tmp_path, monkeypatch):
-    from othello_jax import evaluation_hooks, loop
     from othello_jax.checkpoint import load_agent_variables
-    from othello_jax.metrics import read_records
+    from othello_jax.training import arena_hooks as evaluation_hooks
+    from othello_jax.training import loop
+    from othello_jax.training.metrics import read_records
 
     config = tiny_config()
     config.iterations = 2

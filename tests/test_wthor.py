@@ -220,5 +220,5 @@ def test_cache_round_trip(tmp_path, small_data):
     expert.save(small_data, tmp_path / "x.npz")
     back = expert.load(tmp_path / "x.npz")
     assert back.info == small_data.info
-    for a, b in zip(back.test, small_data.test):
+    for a, b in zip(back.test, small_data.test, strict=False):
         np.testing.assert_array_equal(a, b)

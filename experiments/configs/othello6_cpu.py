@@ -8,7 +8,7 @@ evaluation) after ``max_minutes`` even if ``iterations`` are not done.
     othello-jax train --config=experiments/configs/othello6_cpu.py --workdir=runs/othello6
 """
 
-from othello_jax.run_config import default_config
+from othello_jax.training.config import default_config
 
 
 def get_config():

@@ -4,7 +4,7 @@
         --config.max_minutes=20
 """
 
-from othello_jax.run_config import default_config
+from othello_jax.training.config import default_config
 
 
 def get_config():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import functools
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from othello_jax.game import SIZES, Othello
 
@@ -45,8 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True) -> 
 def network_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Player:
     """A trained network from a checkpoint, searching ``sims`` simulations per move."""
     from othello_jax.agents import playing_search_config
-    from othello_jax.analysis import Analyzer, SearchingAgent, format_summary
     from othello_jax.checkpoint import CheckpointError, load_agent_variables
+    from othello_jax.evaluation.analysis import Analyzer, SearchingAgent, format_summary
     from othello_jax.model import make_network
 
     try:
@@ -72,7 +73,7 @@ def spec_player(spec: str, size: int) -> Player:
     """Any agent spec understood by the evaluation module (built per board size)."""
     from othello_jax.agents import parse_agent
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def make_agent(game: Othello) -> Any:
         try:
             return parse_agent(spec, game)

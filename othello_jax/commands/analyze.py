@@ -14,10 +14,10 @@ import sys
 
 import jax
 
-from othello_jax.analysis import format_analysis
 from othello_jax.commands import agent_options
+from othello_jax.evaluation.analysis import format_analysis
 from othello_jax.game import NotationError, Othello, render
-from othello_jax.session import GameSession, color_name
+from othello_jax.interface.session import GameSession, color_name
 
 
 def build_parser() -> argparse.ArgumentParser:

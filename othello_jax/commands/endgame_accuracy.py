@@ -21,7 +21,14 @@ import jax
 from othello_jax.commands import agent_options
 from othello_jax.game import NotationError, Othello
 from othello_jax.solver import BACKENDS, CSolverUnavailable, resolve_backend
-from othello_jax.solver.accuracy import collect_moves, format_report, judge_moves, opening_starts, random_starts, summarize
+from othello_jax.solver.accuracy import (
+    collect_moves,
+    format_report,
+    judge_moves,
+    opening_starts,
+    random_starts,
+    summarize,
+)
 
 
 def _parser() -> argparse.ArgumentParser:

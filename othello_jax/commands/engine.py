@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from othello_jax.commands import agent_options
-from othello_jax.gtp_server import GtpEngine, serve
+from othello_jax.interface.gtp_server import GtpEngine, serve
 
 
 def build_parser() -> argparse.ArgumentParser:

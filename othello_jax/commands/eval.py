@@ -16,10 +16,10 @@ import sys
 import jax
 
 from othello_jax.agents import AgentSpecError, parse_agent
-from othello_jax.arena import ArenaError, format_summary, match_openings, play_match
+from othello_jax.agents.gtp import EngineError
+from othello_jax.evaluation.arena import ArenaError, format_summary, match_openings, play_match
+from othello_jax.evaluation.openings import OpeningError
 from othello_jax.game import SIZES, Othello
-from othello_jax.gtp import EngineError
-from othello_jax.openings import OpeningError
 
 SPEC_HELP = ("agent spec: random | greedy | alphabeta:depth=D | mcts:sims=S[,rollouts=R] | "
              "net:ckpt=PATH[,sims=S,search=gumbel|puct,temp=T] | net:preset=tiny|small|... | "

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 import jax
 
-from othello_jax.analysis import format_analysis
 from othello_jax.commands import agent_options
+from othello_jax.evaluation.analysis import format_analysis
 from othello_jax.game import NotationError, Othello, parse_board, render, square_name
-from othello_jax.session import GameSession, color_name
+from othello_jax.interface.session import GameSession, color_name
 
 HELP = "moves: a square like d3, `pass` (only when you have no move), `undo`, `hint`, `quit`"
 

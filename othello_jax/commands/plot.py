@@ -12,7 +12,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("workdirs", nargs="+", help="training run directories (several runs are overlaid)")
     parser.add_argument("--out", default=None, help="PNG path (default: FIRST_WORKDIR/curves.png)")
     args = parser.parse_args(argv)
-    from othello_jax.metrics import plot
+    from othello_jax.training.metrics import plot
 
     out = Path(args.out) if args.out else Path(args.workdirs[0]) / "curves.png"
     try:

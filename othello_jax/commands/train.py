@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
 
     try:
         config, workdir = parse(argv)
-        from othello_jax.loop import run
+        from othello_jax.training.loop import run
 
         run(config, workdir)
     except (ValueError, CheckpointError, FileNotFoundError, OSError) as error:

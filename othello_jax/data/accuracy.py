@@ -9,14 +9,15 @@ move is among the k best legal moves. Rows are the de-duplicated (position, move
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from othello_jax.game import Othello
 from othello_jax.data.expert import ExpertPositions, stage, take, to_state
+from othello_jax.game import Othello
 
 # (variables, obs float32[B, N, N, 2]) -> policy logits float32[B, N*N+1]
 PolicyFn = Callable[[Any, jax.Array], jax.Array]
@@ -45,7 +46,7 @@ def _ranks(policy_fn: PolicyFn, variables: Any, rows: ExpertPositions, game: Oth
     return target_rank(logits, game.legal_moves(state), jnp.asarray(rows.action, jnp.int32))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def network_policy(net) -> PolicyFn:
     """The policy logits of a flax network in inference mode, as a :data:`PolicyFn` (one per
     network, so repeated evaluations reuse the compiled code)."""

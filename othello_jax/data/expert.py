@@ -20,16 +20,17 @@ import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from othello_jax.data import game_replay, wthor
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
-from othello_jax.data import game_replay, wthor
 
 FORMAT_VERSION = 1
 DEFAULT_TEST_FROM_YEAR = 2015

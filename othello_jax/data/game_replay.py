@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from othello_jax.data.wthor import BAD_CODE, NO_MOVE
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
-from othello_jax.data.wthor import BAD_CODE, NO_MOVE
 
 # Reasons a record is rejected (0 = fine). Order = precedence when several apply to one move.
 OK, BAD_MOVE_CODE, MOVE_AFTER_GAP, MOVE_AFTER_END, ILLEGAL_MOVE, BAD_SCORE, SCORE_MISMATCH = range(7)
@@ -128,7 +129,7 @@ def describe_problems(error: np.ndarray, error_move: np.ndarray, labels: list[st
                       max_examples: int = 5) -> RejectReport:
     """Count rejection reasons; ``labels[i]`` names game i in the examples."""
     error = np.asarray(error)
-    counts = {REASONS[code]: int(n) for code, n in zip(*np.unique(error[error != OK], return_counts=True))}
+    counts = {REASONS[code]: int(n) for code, n in zip(*np.unique(error[error != OK], return_counts=True), strict=False)}
     bad = np.flatnonzero(error != OK)[:max_examples]
     examples = tuple(
         f"{labels[i] if labels else f'game #{i}'}: "

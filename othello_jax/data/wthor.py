@@ -232,7 +232,7 @@ def game_files(directory: str | os.PathLike) -> list[Path]:
 
 def concatenate(parts: list[Games]) -> Games:
     """Join game batches along the game axis."""
-    return Games(*(np.concatenate(fields) for fields in zip(*parts)))
+    return Games(*(np.concatenate(fields) for fields in zip(*parts, strict=False)))
 
 
 def _find(directory: Path, name: str) -> Path | None:

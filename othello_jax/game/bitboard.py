@@ -26,13 +26,13 @@ class Bitboard(NamedTuple):
     lo: jax.Array
     hi: jax.Array
 
-    def __and__(self, other: "Bitboard") -> "Bitboard":
+    def __and__(self, other: Bitboard) -> Bitboard:
         return Bitboard(self.lo & other.lo, self.hi & other.hi)
 
-    def __or__(self, other: "Bitboard") -> "Bitboard":
+    def __or__(self, other: Bitboard) -> Bitboard:
         return Bitboard(self.lo | other.lo, self.hi | other.hi)
 
-    def __invert__(self) -> "Bitboard":
+    def __invert__(self) -> Bitboard:
         return Bitboard(~self.lo, ~self.hi)
 
 

@@ -13,7 +13,6 @@ import functools
 import re
 
 import jax
-
 import jax.numpy as jnp
 import numpy as np
 
@@ -82,7 +81,7 @@ def format_transcript(actions, size: int = 8) -> str:
     return "".join(square_name(int(a), size) for a in actions)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled(game: Othello):
     """Jitted (step, legal_moves) for host-side replay: eager dispatch of the bit ops is slow."""
     return jax.jit(game.step), jax.jit(game.legal_moves)

@@ -184,3 +184,8 @@ class Othello:
             ply=state.ply + 1,
         )
         return jax.tree.map(lambda old, new: jnp.where(state.terminal, old, new), state, nxt)
+
+
+def batch_of_one(state: State) -> State:
+    """Add a leading batch axis of size 1 to every leaf."""
+    return jax.tree.map(lambda x: jnp.asarray(x)[None], state)

@@ -9,8 +9,9 @@ loss of a move is the position's exact score minus the exact score after the mov
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -128,7 +129,7 @@ def summarize(checks: MoveChecks) -> AccuracyReport:
     keeps = np.sign(checks.best) == np.sign(checks.achieved)
     by_empties = {
         int(e): (int(n), float(keeps[checks.empties == e].mean()), float(loss[checks.empties == e].mean()))
-        for e, n in zip(*np.unique(checks.empties, return_counts=True))
+        for e, n in zip(*np.unique(checks.empties, return_counts=True), strict=False)
     }
     if len(loss) == 0:
         return AccuracyReport(0, float("nan"), float("nan"), float("nan"), {})

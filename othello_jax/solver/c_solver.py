@@ -85,7 +85,7 @@ def _build() -> Path:
     raise CSolverUnavailable(f"compiling {SOURCE.name} with {compiler} failed: {errors[-1][0]}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def library() -> ctypes.CDLL:
     """The loaded solver library (built on first use); raises CSolverUnavailable."""
     try:

@@ -31,7 +31,7 @@ class Solution(NamedTuple):
     nodes: int
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _warn_fallback(reason: str) -> None:
     warnings.warn(f"using the (slower) JAX solver on the host: {reason}", RuntimeWarning, stacklevel=3)
 
@@ -80,7 +80,7 @@ def solve_many(states: State, game: Othello = Othello(8), backend: str = "auto",
     solver = c_solver.solver_for(game.size)
     movers, opponents = bitboards_u64(states.mover), bitboards_u64(states.opponent)
     out = np.zeros((3, len(movers)), np.int64)
-    for i, (mover, opponent) in enumerate(zip(movers.tolist(), opponents.tolist())):
+    for i, (mover, opponent) in enumerate(zip(movers.tolist(), opponents.tolist(), strict=False)):
         out[:, i] = solver.solve(mover, opponent, alpha, beta)
     return out[0], np.asarray(square_to_action(out[1], game.size), np.int64), out[2]
 

@@ -1,0 +1,34 @@
+"""Perfect endgames for any agent: the last empties are played by the exact solver."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+
+from othello_jax.agents.base import Agent, AgentSpecError
+from othello_jax.game import Othello
+from othello_jax.solver import with_exact_endgame as solver_wrap
+
+
+def with_exact_endgame(agent: Agent, game: Othello, max_empties: int, backend: str | None = None) -> Agent:
+    """``agent``, but positions with at most ``max_empties`` empty squares are played perfectly.
+
+    ``backend``: ``"jax"`` (the batched on-device solver; the agent stays jittable, the default
+    for jittable agents) or ``"c"``/``"auto"`` (the C solver on the host, one position at a
+    time, much faster beyond ~14 empties; the agent becomes a host agent; the default for
+    host agents).
+    """
+    if max_empties < 0:
+        raise AgentSpecError(f"solve must be >= 0 empties, got {max_empties}")
+    backend = backend or ("jax" if agent.jittable else "auto")
+    if backend not in ("jax", "c", "auto"):
+        raise AgentSpecError(f"solver must be jax, c or auto, got {backend!r}")
+    try:
+        act = solver_wrap(agent.act, game, max_empties, backend=backend)
+    except Exception as error:  # e.g. no C compiler for the C solver
+        raise AgentSpecError(f"cannot use the {backend} endgame solver: {str(error).splitlines()[0]}") from None
+    jittable = agent.jittable and backend == "jax"
+    suffix = f",solve={max_empties}" + (f",solver={backend}" if backend != ("jax" if agent.jittable else "auto") else "")
+    return dataclasses.replace(agent, name=agent.name + suffix, act=jax.jit(act) if jittable else act,
+                               jittable=jittable, params=None, act_with_params=None)

@@ -1,0 +1,122 @@
+"""What the network and its search think of a position: prior policy, value, visit counts.
+
+Shared by the `analyze` command, the terminal `play` commentary and the play notebook.
+:class:`Analyzer` jits one search function for a network and search settings;
+:class:`SearchingAgent` plays the search's move and remembers the analysis behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from othello_jax.game import Othello, State, batch_of_one, square_name
+from othello_jax.search import ApplyFn, SearchResult, run_search
+
+
+class MoveStat(NamedTuple):
+    """One legal move at the root: the network's prior and what the search made of it."""
+
+    action: int
+    square: str  # "d3" or "--" for pass
+    prior: float  # network policy probability (renormalised over legal moves)
+    visits: int  # search visits
+    q: float  # search value of the move, mover's view (-1..1)
+
+
+class PositionAnalysis(NamedTuple):
+    """Network and search view of one position, all values from the side to move."""
+
+    network_value: float
+    search_value: float
+    best: int  # the search's move
+    simulations: int
+    moves: tuple[MoveStat, ...]  # legal moves, most visited first (ties: higher prior first)
+
+
+def summarize(result: SearchResult, index: int, game: Othello) -> PositionAnalysis:
+    """The ``index``-th root of a batched search result as host-side numbers."""
+    pick = lambda x: np.asarray(x[index])
+    legal = pick(result.legal)
+    prior = np.asarray(jax.nn.softmax(jnp.where(legal, pick(result.prior_logits), -jnp.inf)))
+    visits, q = pick(result.visit_counts), pick(result.q)
+    moves = [MoveStat(int(a), square_name(int(a), game.size), float(prior[a]), int(visits[a]), float(q[a]))
+             for a in np.flatnonzero(legal)]
+    moves.sort(key=lambda m: (-m.visits, -m.prior, m.action))
+    return PositionAnalysis(
+        network_value=float(pick(result.network_value)),
+        search_value=float(pick(result.root_value)),
+        best=int(pick(result.action)),
+        simulations=int(visits.sum()),
+        moves=tuple(moves),
+    )
+
+
+class Analyzer:
+    """A compiled search for one network, its variables and search settings."""
+
+    def __init__(self, game: Othello, apply_fn: ApplyFn, variables: dict,
+                 search_config: ml_collections.ConfigDict):
+        self.game = game
+        self.variables = variables
+        self.search_config = ml_collections.FrozenConfigDict(search_config)
+        config = self.search_config
+        self._search: Callable[[dict, State, jax.Array], SearchResult] = jax.jit(
+            lambda variables, states, key: run_search(config, apply_fn, variables, states, key, game))
+
+    def search(self, states: State, key: jax.Array) -> SearchResult:
+        """Search a batch of positions (leading axis B)."""
+        return self._search(self.variables, states, key)
+
+    def analyze(self, state: State, key: jax.Array) -> PositionAnalysis:
+        """Analysis of one unbatched position."""
+        return summarize(self.search(batch_of_one(state), key), 0, self.game)
+
+
+class SearchingAgent:
+    """A host-side agent (``act(states, key) -> int32[B]``) that plays the search's move and
+    keeps the analysis of the first position of its last call in ``last``."""
+
+    jittable = False
+
+    def __init__(self, analyzer: Analyzer, name: str = "network+search"):
+        self.analyzer = analyzer
+        self.name = name
+        self.last: PositionAnalysis | None = None
+
+    def act(self, states: State, key: jax.Array) -> jax.Array:
+        result = self.analyzer.search(states, key)
+        self.last = summarize(result, 0, self.analyzer.game)
+        return result.action
+
+
+def format_value(value: float) -> str:
+    """A value in -1..1 with its rough winning chance, e.g. ``+0.30 (65%)``."""
+    return f"{value:+.2f} ({50 * (value + 1):.0f}%)"
+
+
+def format_summary(analysis: PositionAnalysis, top: int = 5) -> str:
+    """One line: the searcher's value estimate and its most visited moves."""
+    moves = ", ".join(f"{m.square} {m.visits}" for m in analysis.moves[:top])
+    return f"value estimate {format_value(analysis.search_value)}; top moves (visits): {moves}"
+
+
+def format_analysis(analysis: PositionAnalysis, top: int = 5) -> str:
+    """A small table: values, then the top moves by visits with prior and search value."""
+    lines = [
+        f"network value {format_value(analysis.network_value)}, "
+        f"search value {format_value(analysis.search_value)} "
+        f"after {analysis.simulations} simulations (side to move's view)",
+        f"{'move':>5} {'visits':>7} {'prior':>7} {'q':>7}",
+    ]
+    for move in analysis.moves[:top]:
+        q = f"{move.q:+.2f}" if move.visits else "-"
+        lines.append(f"{move.square:>5} {move.visits:>7} {move.prior:>7.1%} {q:>7}")
+    if len(analysis.moves) > top:
+        lines.append(f"  ... {len(analysis.moves) - top} more legal moves")
+    return "\n".join(lines)

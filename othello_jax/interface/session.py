@@ -1,0 +1,179 @@
+"""One game played on the host, move by move: the record behind `play`, the GTP engine and the
+play notebook.
+
+A :class:`GameSession` keeps every position so far (for undo and the game record) and checks
+each move for legality with a clear message. It works on single, unbatched states; the
+agents work on batches, so :func:`agent_action` wraps one position into a batch of one.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from othello_jax.game import (
+    BLACK,
+    NotationError,
+    Othello,
+    State,
+    batch_of_one,
+    format_transcript,
+    parse_board,
+    parse_square,
+    play_transcript,
+    square_name,
+)
+from othello_jax.game import bitboard as bb
+
+
+class IllegalMove(NotationError):
+    """A move that the rules do not allow here (the message says why)."""
+
+
+@functools.cache
+def _jitted_step(game: Othello):
+    return jax.jit(game.step)
+
+
+def color_name(color: int) -> str:
+    return "black" if int(color) == BLACK else "white"
+
+
+class GameSession:
+    """The positions of one game, oldest first, plus the actions between them."""
+
+    def __init__(self, game: Othello = Othello(8), start: State | None = None):
+        self.game = game
+        self.reset(start)
+
+    @classmethod
+    def from_text(cls, game: Othello, board: str | None = None, moves: str | None = None) -> GameSession:
+        """Start from a board string (default: the initial position), then play a transcript;
+        forced passes missing from it are inserted. :class:`NotationError` on bad input."""
+        start = None
+        if board:
+            start, parsed = parse_board(board)
+            if parsed != game:
+                raise NotationError(f"the board string is {parsed.size}x{parsed.size} but this game is "
+                                    f"{game.size}x{game.size}")
+        session = cls(game, start)
+        if moves:
+            _, actions = play_transcript(moves, game, start=session.state)
+            for action in actions:
+                session.play(action)
+        return session
+
+    # ---- queries ------------------------------------------------------------------------
+    @property
+    def state(self) -> State:
+        return self.states[-1]
+
+    @property
+    def is_over(self) -> bool:
+        return bool(self.state.terminal)
+
+    @property
+    def to_move(self) -> int:
+        """Colour to move (0 black, 1 white)."""
+        return int(self.state.color)
+
+    def legal_actions(self) -> list[int]:
+        """Legal actions in the current position (``[pass]`` when forced, ``[]`` at the end)."""
+        return [int(a) for a in np.flatnonzero(np.asarray(self.game.legal_moves(self.state)))]
+
+    def must_pass(self) -> bool:
+        return self.legal_actions() == [self.game.pass_action]
+
+    def disc_counts(self) -> tuple[int, int]:
+        """(black discs, white discs) on the board."""
+        black, white = self.game.black_white(self.state)
+        return int(bb.popcount(black)), int(bb.popcount(white))
+
+    def transcript(self) -> str:
+        """The moves so far as ``f5d6c3...`` (passes as ``--``)."""
+        return format_transcript(self.actions, self.game.size)
+
+    def score(self) -> tuple[int, int]:
+        """(black, white) score: the discs, plus the empty squares for the winner once the
+        game is over (the world federation's rule)."""
+        black, white = self.disc_counts()
+        if self.is_over and black != white:
+            empties = self.game.num_squares - black - white
+            black, white = (black + empties, white) if black > white else (black, white + empties)
+        return black, white
+
+    def result_text(self) -> str:
+        """``'black wins 36-28'`` style summary (see ``score``)."""
+        black, white = self.score()
+        if black == white:
+            return f"draw {black}-{white}"
+        winner = "black" if black > white else "white"
+        return f"{winner} wins {max(black, white)}-{min(black, white)}"
+
+    # ---- changes ------------------------------------------------------------------------
+    def parse_move(self, text: str) -> int:
+        """A square like ``d3`` or ``pass`` -> legal action; :class:`IllegalMove` otherwise."""
+        action = parse_square(text, self.game.size)
+        self.check_legal(action)
+        return action
+
+    def check_legal(self, action: int) -> None:
+        legal = self.legal_actions()
+        if action in legal:
+            return
+        name = square_name(action, self.game.size)
+        if not legal:
+            raise IllegalMove("the game is over")
+        if action == self.game.pass_action:
+            raise IllegalMove(f"cannot pass: {color_name(self.to_move)} has legal moves "
+                              f"({', '.join(square_name(a, self.game.size) for a in legal)})")
+        if legal == [self.game.pass_action]:
+            raise IllegalMove(f"{name} is illegal: {color_name(self.to_move)} has no legal move and must pass")
+        raise IllegalMove(f"{name} is illegal here; legal moves: "
+                          f"{', '.join(square_name(a, self.game.size) for a in legal)}")
+
+    def play(self, action: int) -> None:
+        """Play a legal action for the side to move."""
+        action = int(action)
+        self.check_legal(action)
+        self.states.append(_jitted_step(self.game)(self.state, jnp.int32(action)))
+        self.actions.append(action)
+
+    def undo(self, plies: int = 1) -> int:
+        """Take back up to ``plies`` plies; returns how many were taken back."""
+        count = min(plies, len(self.actions))
+        for _ in range(count):
+            self.states.pop()
+            self.actions.pop()
+        return count
+
+    def undo_turn(self, color: int) -> bool:
+        """Take back plies up to and including ``color``'s last move (so it is that side's
+        turn again, as before that move); False if that side has not moved."""
+        made_by = [int(s.color) == int(color) for s in self.states[:-1]]
+        if True not in made_by:
+            return False
+        self.undo(made_by[::-1].index(True) + 1)
+        return True
+
+    def reset(self, start: State | None = None) -> None:
+        """Back to ``start`` (default: the initial position) with no moves played."""
+        self.states: list[State] = [self.game.init() if start is None else start]
+        self.actions: list[int] = []
+        self.from_initial = start is None  # whether the actions are a whole game so far
+
+    def agent_move(self, agent: Any, key: jax.Array) -> int:
+        """The action ``agent`` picks now (not played). Host agents that replay games (an
+        external GTP engine) are first told the moves so far through ``start_games``."""
+        if getattr(agent, "start_games", None) is not None and self.from_initial:
+            agent.start_games([list(self.actions)])
+        return agent_action(agent, self.state, key)
+
+
+def agent_action(agent: Any, state: State, key: jax.Array) -> int:
+    """The action an agent (``act(batched_state, key) -> int32[B]``) picks for one position."""
+    return int(np.asarray(agent.act(batch_of_one(state), key)).reshape(-1)[0])

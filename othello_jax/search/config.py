@@ -1,0 +1,45 @@
+"""Search settings: defaults and validation with one-line errors."""
+
+from __future__ import annotations
+
+import ml_collections
+
+from othello_jax.search.variants import VARIANTS
+
+
+def default_search_config() -> ml_collections.ConfigDict:
+    """Search settings with defaults; ``variant`` picks the algorithm (see ``VARIANTS``)."""
+    config = ml_collections.ConfigDict()
+    config.variant = "gumbel"
+    config.num_simulations = 32
+    config.max_depth = 0  # 0: no limit beyond the number of simulations
+    config.symmetry = False  # evaluate the network on a random dihedral transform per position
+    config.batched_backward = True  # mctx's backup with O(B) updates per level (same trees, faster)
+    config.batched_simulate = True  # mctx's tree walk in lockstep, one selection per level (same trees, faster)
+    # gumbel
+    config.max_num_considered_actions = 16
+    config.gumbel_scale = 1.0
+    config.value_scale = 0.1  # qtransform_completed_by_mix_value settings
+    config.maxvisit_init = 50.0
+    config.rescale_values = True
+    config.use_mixed_value = True
+    # puct
+    config.pb_c_init = 1.25
+    config.pb_c_base = 19652.0
+    config.dirichlet_fraction = 0.25
+    config.dirichlet_alpha_scale = 10.0  # alpha = min(1, scale / number of legal moves)
+    return config
+
+
+def check_search_config(config: ml_collections.ConfigDict) -> None:
+    """Raise a one-line ``ValueError`` naming the first impossible setting."""
+    if config.variant not in VARIANTS:
+        raise ValueError(f"unknown search variant {config.variant!r}; choose from {', '.join(sorted(VARIANTS))}")
+    if int(config.num_simulations) < 1:
+        raise ValueError(f"search num_simulations must be >= 1, got {config.num_simulations}")
+    if int(config.max_depth) < 0:
+        raise ValueError(f"search max_depth must be >= 0 (0 = unlimited), got {config.max_depth}")
+    if int(config.max_num_considered_actions) < 1:
+        raise ValueError("search max_num_considered_actions must be >= 1")
+    if not 0.0 <= float(config.dirichlet_fraction) <= 1.0:
+        raise ValueError(f"search dirichlet_fraction must be in [0, 1], got {config.dirichlet_fraction}")

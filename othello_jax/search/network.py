@@ -1,0 +1,69 @@
+"""The network inside the search: masked priors, values, and the game as an mctx ``recurrent_fn``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import mctx
+
+from othello_jax.game import Othello, State
+from othello_jax.game.fusion import step_materialized
+from othello_jax.game.symmetry import NUM_SYMMETRIES, inverse, transform_grid, transform_policy
+
+ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
+
+
+def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
+    """Logits with illegal actions set to the most negative finite value (no NaN if none legal).
+
+    Not shifted by the maximum: every consumer (softmax, mctx) is shift-invariant, and on CPU
+    the extra reduction fused into the policy head's matmul made it several times slower.
+    """
+    return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
+
+
+def _pick(stacked: jax.Array, index: jax.Array) -> jax.Array:
+    """``stacked[index[b], b]`` for a leading axis of alternatives, without a gather."""
+    one_hot = index[None, :] == jnp.arange(stacked.shape[0])[:, None]
+    one_hot = one_hot.reshape(one_hot.shape + (1,) * (stacked.ndim - 2))
+    return jnp.sum(jnp.where(one_hot, stacked, 0), axis=0).astype(stacked.dtype)
+
+
+def evaluate(apply_fn: ApplyFn, variables: dict, states: State, game: Othello,
+             key: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+    """Masked prior logits ``[B, A]`` and value ``[B]`` of a batch of states (mover's view).
+
+    With a ``key``, each position is shown to the network under a random dihedral symmetry and
+    the policy is mapped back, which averages out orientation biases of the network.
+    """
+    obs = game.observation(states)
+    if key is None:
+        logits, value = apply_fn(variables, obs)
+    else:
+        k = jax.random.randint(key, obs.shape[:1], 0, NUM_SYMMETRIES)
+        views = jnp.stack([transform_grid(obs, j, axes=(-3, -2)) for j in range(NUM_SYMMETRIES)])
+        logits, value = apply_fn(variables, _pick(views, k))
+        back = jnp.stack([transform_policy(logits, inverse(j), game.size) for j in range(NUM_SYMMETRIES)])
+        logits = _pick(back, k)
+    return mask_logits(logits.astype(jnp.float32), game.legal_moves(states)), value.astype(jnp.float32)
+
+
+def make_recurrent_fn(apply_fn: ApplyFn, game: Othello, symmetry: bool) -> mctx.RecurrentFn:
+    """mctx ``recurrent_fn`` stepping the real game; ``params`` are the network variables."""
+
+    def recurrent_fn(variables, key, action, state: State):
+        nxt = step_materialized(game, state, action)
+        ended_now = nxt.terminal & ~state.terminal
+        result, _ = game.outcome(nxt)  # for the side to move in nxt; the mover of `action` gets -result
+        logits, value = evaluate(apply_fn, variables, nxt, game, key if symmetry else None)
+        output = mctx.RecurrentFnOutput(
+            reward=jnp.where(ended_now, -result, 0).astype(jnp.float32),
+            discount=jnp.where(nxt.terminal, 0.0, -1.0).astype(jnp.float32),
+            prior_logits=logits,
+            value=jnp.where(nxt.terminal, 0.0, value),
+        )
+        return output, nxt
+
+    return recurrent_fn

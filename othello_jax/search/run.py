@@ -1,0 +1,81 @@
+"""The search entry point: search a batch of roots with the configured variant, pick moves."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mctx
+import ml_collections
+
+from othello_jax.game import Othello, State
+from othello_jax.search.config import check_search_config
+from othello_jax.search.lockstep import faster_mctx
+from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn
+from othello_jax.search.variants import VARIANTS
+
+
+class SearchResult(NamedTuple):
+    """Search outcome for a batch of root states (leading axis B).
+
+    action: int32[B] move to play at zero temperature (legal unless the game is over).
+    policy_target: float32[B, A] training target (sums to 1 over legal actions).
+    root_value: float32[B] search value of the root, mover's view.
+    q: float32[B, A] root action values (mover's view; the root value where unvisited).
+    visit_counts: int32[B, A] root visit counts.
+    prior_logits: float32[B, A] the network's masked root logits.
+    network_value: float32[B] the network's root value.
+    legal: bool[B, A] legal actions at the root.
+    tree: the mctx tree (for harvesting extra training positions).
+    """
+
+    action: jax.Array
+    policy_target: jax.Array
+    root_value: jax.Array
+    q: jax.Array
+    visit_counts: jax.Array
+    prior_logits: jax.Array
+    network_value: jax.Array
+    legal: jax.Array
+    tree: mctx.Tree
+
+
+def run_search(config: ml_collections.ConfigDict, apply_fn: ApplyFn, variables: dict,
+               states: State, key: jax.Array, game: Othello) -> SearchResult:
+    """Search every root in the batch ``states`` (leading axis B) with the configured variant."""
+    check_search_config(config)
+    eval_key, search_key = jax.random.split(key)
+    symmetry = bool(config.symmetry)
+    logits, value = evaluate(apply_fn, variables, states, game, eval_key if symmetry else None)
+    legal = game.legal_moves(states)
+    root = mctx.RootFnOutput(prior_logits=logits, value=jnp.where(states.terminal, 0.0, value),
+                             embedding=states)
+    recurrent_fn = make_recurrent_fn(apply_fn, game, symmetry)
+    with faster_mctx(config):
+        out = VARIANTS[config.variant](config, variables, search_key, root, recurrent_fn, ~legal)
+    tree = out.tree
+    summary = tree.summary()
+    visits = tree.children_visits[:, 0]
+    q = jnp.where(visits > 0, summary.qvalues, summary.value[:, None])
+    target = jnp.where(legal, out.policy_target, 0.0)
+    target = target / jnp.maximum(jnp.sum(target, axis=-1, keepdims=True), 1e-30)
+    return SearchResult(
+        action=out.action,
+        policy_target=target,
+        root_value=summary.value,
+        q=q,
+        visit_counts=visits,
+        prior_logits=logits,
+        network_value=value,
+        legal=legal,
+        tree=tree,
+    )
+
+
+def select_action(result: SearchResult, temperature: jax.Array | float, key: jax.Array) -> jax.Array:
+    """Sample from ``policy_target ** (1/T)`` where ``temperature > 0``, else the search's move."""
+    temperature = jnp.broadcast_to(jnp.asarray(temperature, jnp.float32), result.action.shape)
+    logp = jnp.log(jnp.maximum(result.policy_target, 1e-30)) / jnp.maximum(temperature, 1e-6)[:, None]
+    sampled = jax.random.categorical(key, jnp.where(result.legal, logp, -jnp.inf), axis=-1)
+    return jnp.where(temperature > 0, sampled.astype(jnp.int32), result.action)

@@ -1,0 +1,89 @@
+"""Search variants by name: Gumbel MuZero and AlphaZero PUCT over mctx; a new variant is one entry in ``VARIANTS``."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mctx
+import ml_collections
+
+from othello_jax.search.network import mask_logits
+
+
+class VariantOutput(NamedTuple):
+    """What a variant returns: the move to play greedily, the policy target and the tree."""
+
+    action: jax.Array
+    policy_target: jax.Array
+    tree: mctx.Tree
+
+
+def _qtransform(config: ml_collections.ConfigDict):
+    return functools.partial(
+        mctx.qtransform_completed_by_mix_value,
+        value_scale=float(config.value_scale),
+        maxvisit_init=float(config.maxvisit_init),
+        rescale_values=bool(config.rescale_values),
+        use_mixed_value=bool(config.use_mixed_value),
+    )
+
+
+def _max_depth(config: ml_collections.ConfigDict) -> int | None:
+    return int(config.max_depth) or None
+
+
+def _gumbel(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
+    """Gumbel MuZero: sequential halving at the root; target = improved policy."""
+    out = mctx.gumbel_muzero_policy(
+        variables, key, root, recurrent_fn,
+        num_simulations=int(config.num_simulations),
+        invalid_actions=invalid,
+        max_depth=_max_depth(config),
+        qtransform=_qtransform(config),
+        max_num_considered_actions=int(config.max_num_considered_actions),
+        gumbel_scale=float(config.gumbel_scale),
+    )
+    return VariantOutput(out.action, out.action_weights, out.search_tree)
+
+
+def dirichlet_noise(key: jax.Array, legal: jax.Array, alpha_scale: float) -> jax.Array:
+    """Dirichlet noise over each row's legal actions with alpha = min(1, scale / #legal)."""
+    num_legal = jnp.sum(legal, axis=-1, keepdims=True).astype(jnp.float32)
+    alpha = jnp.minimum(1.0, alpha_scale / jnp.maximum(num_legal, 1.0))
+    gamma = jax.random.gamma(key, jnp.broadcast_to(alpha, legal.shape))
+    gamma = jnp.where(legal, gamma, 0.0)
+    return gamma / jnp.maximum(jnp.sum(gamma, axis=-1, keepdims=True), jnp.finfo(jnp.float32).tiny)
+
+
+def _puct(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
+    """AlphaZero PUCT with root Dirichlet noise; target = root visit distribution."""
+    noise_key, search_key = jax.random.split(key)
+    legal = ~invalid
+    fraction = float(config.dirichlet_fraction)
+    noise = dirichlet_noise(noise_key, legal, float(config.dirichlet_alpha_scale))
+    probs = (1.0 - fraction) * jax.nn.softmax(root.prior_logits) + fraction * noise
+    root = root.replace(prior_logits=mask_logits(jnp.log(jnp.maximum(probs, 1e-30)), legal))
+    out = mctx.muzero_policy(
+        variables, search_key, root, recurrent_fn,
+        num_simulations=int(config.num_simulations),
+        invalid_actions=invalid,
+        max_depth=_max_depth(config),
+        dirichlet_fraction=0.0,  # noise added above, with a per-root alpha
+        pb_c_init=float(config.pb_c_init),
+        pb_c_base=float(config.pb_c_base),
+    )
+    visits = out.search_tree.children_visits[:, 0]
+    # most visited legal move; ties broken by the prior
+    score = jnp.where(legal, visits.astype(jnp.float32) + 1e-3 * jax.nn.softmax(root.prior_logits), -1.0)
+    return VariantOutput(jnp.argmax(score, axis=-1).astype(jnp.int32), out.action_weights, out.search_tree)
+
+
+VariantFn = Callable[..., VariantOutput]
+VARIANTS: dict[str, VariantFn] = {
+    "gumbel": _gumbel,
+    "puct": _puct,
+}

@@ -1,0 +1,58 @@
+"""Arena matches the training loop runs: periodic evaluation against baselines, and gating.
+
+Both use :mod:`othello_jax.evaluation.arena` (each opening played twice with colours swapped) and play the
+network with search but without exploration noise (``agents.neural_agent``).
+"""
+
+from __future__ import annotations
+
+import jax
+from ml_collections import ConfigDict
+
+from othello_jax import agents
+from othello_jax.evaluation import arena
+from othello_jax.training.iteration import Setup, network_config
+
+
+def opponent_specs(text: str) -> list[str]:
+    """``config.eval.opponents``: agent specs separated by spaces, e.g. ``"random greedy alphabeta:depth=3"``."""
+    return str(text).split()
+
+
+def network_player(config: ConfigDict, setup: Setup, variables: dict, sims: int, name: str) -> agents.Agent:
+    """The network with ``sims`` simulations of the run's search variant (0: raw policy).
+
+    Built with :func:`agents.network_agent`, so every evaluation of a run reuses the compiled
+    matches of the first one (the variables are an argument, not a constant).
+    """
+    host = jax.device_get(variables)  # plain arrays: the arena runs on one device
+    return agents.network_agent(setup.game, network_config(config), host, sims=sims,
+                                search=str(config.search.variant), name=name)
+
+
+def evaluate_against_baselines(config: ConfigDict, setup: Setup, variables: dict, key: jax.Array) -> dict:
+    """``{"eval/<spec>": score}`` of the network against each opponent in ``config.eval.opponents``.
+
+    Score = (wins + draws / 2) / games over ``config.eval.games`` games per opponent.
+    """
+    sims = int(config.eval.num_simulations) or int(config.search.num_simulations)
+    player = network_player(config, setup, variables, sims, name=f"net:sims={sims}")
+    open_key, play_key = jax.random.split(key)
+    lines = arena.match_openings(setup.game, int(config.eval.games), open_key)
+    scores = {}
+    for i, spec in enumerate(opponent_specs(config.eval.opponents)):
+        opponent = agents.parse_agent(spec, setup.game)
+        result = arena.play_match(setup.game, player, opponent, lines, jax.random.fold_in(play_key, i))
+        scores[f"eval/{spec}"] = result.summary().score
+    return scores
+
+
+def gate_against_champion(config: ConfigDict, setup: Setup, challenger: dict, champion: dict,
+                          key: jax.Array) -> float:
+    """The latest network's score against the current self-play network (AlphaGo Zero gating)."""
+    sims = int(config.gating.num_simulations) or int(config.search.num_simulations)
+    first = network_player(config, setup, challenger, sims, name="challenger")
+    second = network_player(config, setup, champion, sims, name="champion")
+    _, score = arena.gate(first, second, int(config.gating.games), float(config.gating.threshold), key,
+                          game=setup.game)
+    return float(score)

@@ -1,0 +1,173 @@
+"""Training-run configuration: defaults, validation with one-line errors, and schedule stages.
+
+A run is described by one ``ml_collections.ConfigDict`` (see ``default_config``); the files in
+``experiments/configs/`` start from it and change what they need. Settings that fix compiled
+shapes (simulations per move, temperature moves, ...) change over training through *stages*::
+
+    config.stages = "20: search.num_simulations=32; 50: search.num_simulations=64"
+
+Each stage is compiled once when it starts. Settings that are plain numbers inside the compiled
+iteration (learning rate by step, replay window by iteration) have their own schedules.
+"""
+
+from __future__ import annotations
+
+import ml_collections
+from ml_collections import ConfigDict
+
+from othello_jax import search
+from othello_jax.game import SIZES, Othello
+from othello_jax.training import selfplay
+
+
+def default_config() -> ConfigDict:
+    """Every setting a training run reads, with middle-of-the-road defaults for 8x8."""
+    c = ConfigDict()
+    c.seed = 0
+    c.board_size = 8
+    c.iterations = 100
+    c.max_minutes = 0.0  # stop (and checkpoint) after this much training time; 0 = no limit
+    c.num_devices = 0  # 0 = all devices (of all hosts)
+    c.distributed = False  # call jax.distributed.initialize() first (multi-host TPU)
+
+    # preset, then any field > 0 (or non-empty) overrides it
+    c.network = ConfigDict(dict(preset="small", blocks=0, channels=0, value_hidden=0, dtype=""))
+    c.search = search.default_search_config()
+    c.selfplay = selfplay.default_selfplay_config()
+
+    c.replay = ConfigDict(dict(
+        lanes=0,  # independent replay/self-play lanes; 0 = one per device; fix it to compare device counts
+        capacity=200_000,  # positions over all lanes
+        window_start=2,  # sample from the positions of the last `window` iterations ...
+        window_max=5,  # ... growing by one every `window_grow_every` iterations up to this
+        window_grow_every=10,  # 0 = fixed window_start
+        augment=True,  # random dihedral symmetry per sampled position
+        average_duplicates=False,  # average targets of identical positions within a batch
+    ))
+    # unroll: "auto" unrolls the gradient steps on CPU, where XLA loops make them ~20x slower
+    c.train = ConfigDict(dict(batch_size=512, steps_per_iteration=100, unroll="auto"))
+    c.loss = ConfigDict(dict(value_weight=1.0, l2=1e-4, entropy_bonus=0.0))
+    c.optimizer = ConfigDict(dict(
+        name="sgd", learning_rate=0.1, momentum=0.9, nesterov=False, weight_decay=1e-4, grad_clip=0.0,
+        schedule="steps", boundaries=(5_000, 10_000), scales=(0.1, 0.1),  # in gradient steps
+        warmup_steps=0, total_steps=10_000, end_scale=0.01,
+    ))
+    c.stages = ""
+
+    # AlphaGo Zero style gating: the latest net must score >= threshold against the self-play champion
+    c.gating = ConfigDict(dict(enabled=False, every=5, games=128, threshold=0.55, num_simulations=0))
+    # arena evaluation every `every` iterations (0 = never); num_simulations 0 = as in self-play
+    # opponents: agent specs (see othello_jax.agents.parse_agent) separated by spaces
+    c.eval = ConfigDict(dict(every=0, games=64, opponents="random greedy alphabeta:depth=3",
+                             num_simulations=0, best_metric="mean"))
+    c.checkpoint = ConfigDict(dict(every=5, keep=3, save_buffer=True))
+    return c
+
+
+def check_config(config: ConfigDict) -> None:
+    """Raise ``ValueError`` with a one-line message naming the first impossible setting."""
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            raise ValueError(message)
+
+    need(int(config.board_size) in SIZES, f"board_size must be one of {SIZES}, got {config.board_size}")
+    need(int(config.iterations) >= 1, f"iterations must be >= 1, got {config.iterations}")
+    need(float(config.max_minutes) >= 0, "max_minutes must be >= 0")
+    need(int(config.train.batch_size) >= 1, f"train.batch_size must be >= 1, got {config.train.batch_size}")
+    need(int(config.train.steps_per_iteration) >= 1, "train.steps_per_iteration must be >= 1")
+    need(int(config.replay.capacity) >= 1, "replay.capacity must be >= 1")
+    need(int(config.replay.window_start) >= 1, "replay.window_start must be >= 1")
+    need(int(config.replay.window_max) >= int(config.replay.window_start),
+         "replay.window_max must be >= replay.window_start")
+    need(int(config.checkpoint.every) >= 1, "checkpoint.every must be >= 1")
+    need(int(config.checkpoint.keep) >= 1, "checkpoint.keep must be >= 1")
+    need(int(config.eval.every) >= 0, "eval.every must be >= 0 (0 = never)")
+    need(0.0 < float(config.gating.threshold) <= 1.0, "gating.threshold must be in (0, 1]")
+    need(not config.gating.enabled or int(config.gating.every) >= 1, "gating.every must be >= 1")
+    need(int(config.eval.games) >= 2 and int(config.eval.games) % 2 == 0,
+         "eval.games must be even and >= 2 (each opening is played with both colours)")
+    need(not config.gating.enabled or (int(config.gating.games) >= 2 and int(config.gating.games) % 2 == 0),
+         "gating.games must be even and >= 2")
+    search.check_search_config(config.search)
+    selfplay.check_selfplay_config(config.selfplay)
+    if int(config.eval.every):
+        from othello_jax import agents
+
+        game = Othello(int(config.board_size))
+        for spec in str(config.eval.opponents).split():
+            agents.parse_agent(spec, game)  # AgentSpecError (a ValueError) names a bad spec
+    parse_stages(config.stages, config)
+
+
+# ---------------------------------------------------------------------------------------------
+# stages
+# ---------------------------------------------------------------------------------------------
+Stage = tuple[int, tuple[tuple[str, str], ...]]
+
+
+def parse_stages(text: str, config: ConfigDict) -> list[Stage]:
+    """``"ITER: key=value, key=value; ITER: ..."`` -> sorted ``[(iter, ((key, value), ...))]``.
+
+    Keys are dotted config paths that must exist (e.g. ``search.num_simulations``); iteration 0
+    (the base config) is always the first stage.
+    """
+    stages: list[Stage] = [(0, ())]
+    for chunk in filter(None, (part.strip() for part in str(text or "").split(";"))):
+        head, sep, body = chunk.partition(":")
+        if not sep or not head.strip().isdigit():
+            raise ValueError(f"stage {chunk!r} must look like 'ITERATION: key=value, ...'")
+        pairs = []
+        for item in filter(None, (p.strip() for p in body.split(","))):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise ValueError(f"stage setting {item!r} must look like key=value")
+            _lookup(config, key.strip())
+            pairs.append((key.strip(), value.strip()))
+        stages.append((int(head), tuple(pairs)))
+    stages.sort(key=lambda s: s[0])
+    starts = [s[0] for s in stages]
+    if len(set(starts)) != len(starts):
+        raise ValueError(f"two stages start at the same iteration in {text!r}")
+    return stages
+
+
+def _lookup(config: ConfigDict, dotted: str):
+    node = config
+    *parents, leaf = dotted.split(".")
+    for name in parents:
+        if name not in node or not isinstance(node[name], ConfigDict):
+            raise ValueError(f"stage setting {dotted!r} names no config section {name!r}")
+        node = node[name]
+    if leaf not in node:
+        raise ValueError(f"stage setting {dotted!r} names no config field")
+    return node, leaf
+
+
+def _convert(value: str, like):
+    if isinstance(like, bool):
+        if value.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(f"expected true/false, got {value!r}")
+        return value.lower() in ("true", "1")
+    if isinstance(like, int):
+        return int(value)
+    if isinstance(like, float):
+        return float(value)
+    return value
+
+
+def stage_index(stages: list[Stage], iteration: int) -> int:
+    """Index of the stage in force at ``iteration`` (0-based iterations completed)."""
+    return max(i for i, (start, _) in enumerate(stages) if start <= iteration)
+
+
+def stage_config(config: ConfigDict, stages: list[Stage], index: int) -> ConfigDict:
+    """The config with the overrides of stages ``0..index`` applied (later stages win)."""
+    out = ml_collections.ConfigDict(config.to_dict())
+    for _, pairs in stages[: index + 1]:
+        for key, value in pairs:
+            node, leaf = _lookup(out, key)
+            try:
+                node[leaf] = _convert(value, node[leaf])
+            except ValueError as error:
+                raise ValueError(f"stage setting {key}={value}: {error}") from None
+    return out
