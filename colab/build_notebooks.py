@@ -252,7 +252,8 @@ finally:
     if DRIVE_MIRROR:
         print(f"mirrored {workdir_mirror.sync(WORKDIR, DRIVE_MIRROR)} changed files to {DRIVE_MIRROR}")
 '''),
-        new_code_cell('''if TEST_MODE:  # a fresh runtime: the local run is gone, the mirror brings it back, training resumes
+        new_code_cell('if TEST_MODE:  # a fresh runtime: the local run is gone, '
+                      '''the mirror brings it back, training resumes
     import shutil
 
     shutil.rmtree(WORKDIR)

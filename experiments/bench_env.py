@@ -34,7 +34,8 @@ def make_rollout(init_batch, policy_fn: Callable, step_fn: Callable, done_fn: Ca
             action = policy_fn(state, key)
             nxt = step_fn(state, action)
             done = done_fn(nxt)
-            nxt = jax.tree.map(lambda a, b: jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b), init_batch, nxt)
+            nxt = jax.tree.map(lambda a, b: jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b),
+                               init_batch, nxt)
             return nxt, done.sum()
 
         state, finished = jax.lax.scan(body, state, jax.random.split(key, plies))
@@ -90,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"backend {jax.default_backend()}, {jax.device_count()} device(s), jax {jax.__version__}")
     print("policy: each env reads legal moves in its native form (othello_jax: bitboard; pgx: mask);")
     print("'mask' runs othello_jax through the same (N*N+1)-wide mask code as pgx, for reference.")
-    header = f"{'batch':>6} {'policy':>13} {'othello_jax/s':>14} {'pgx/s':>12} {'ratio':>7} {'ojax mask/s':>12} {'ratio':>7}"
+    header = (f"{'batch':>6} {'policy':>13} {'othello_jax/s':>14} {'pgx/s':>12} {'ratio':>7} "
+              f"{'ojax mask/s':>12} {'ratio':>7}")
     print(header)
     for batch in args.batch:
         for random_policy in (True, False):

@@ -282,18 +282,23 @@ def bench_search(args, batch: int) -> dict[str, float]:
             assert np.array_equal(np.asarray(tree_parents[name]), np.asarray(parents)), f"{name}: different trees"
 
     seconds = best_times(calls, args.repeats)
-    net = args.network if args.network == "trivial" else f"{args.network} {PRESETS[args.network][0]}x{PRESETS[args.network][1]}"
+    if args.network == "trivial":
+        net = args.network
+    else:
+        net = f"{args.network} {PRESETS[args.network][0]}x{PRESETS[args.network][1]}"
     backup = ("mctx's backward" if args.mctx_backward else "batched backward") + ", " + (
         "mctx's tree walk" if args.mctx_simulate else "lockstep tree walk")
     roots = f"roots {args.plies} random plies in" if args.plies else "roots at the start position"
     print(f"\nsearch: B={batch}, {args.simulations} simulations, {args.variant}, network {net} ({args.dtype}), "
           f"{backup}, {roots}, best of {args.repeats}, {jax.devices()[0].platform}")
-    print(f"  {'embedding':<14} {'ms/call':>9} {'CPU ms':>9} {'moves/s':>9} {'net evals/s':>12}   tree depth mean / max")
+    print(f"  {'embedding':<14} {'ms/call':>9} {'CPU ms':>9} {'moves/s':>9} {'net evals/s':>12}"
+          "   tree depth mean / max")
     for name, (wall, cpu) in seconds.items():
         searched = name in tree_parents  # the network-only row plays no moves
         moves = f"{batch / wall:9.0f}" if searched else f"{'-':>9}"
-        trees = "   %5.2f / %d" % depths(tree_parents[name]) if searched else ""
-        print(f"  {name:<14} {1e3 * wall:9.1f} {1e3 * cpu:9.1f} {moves} {batch * (args.simulations + 1) / wall:12.0f}{trees}")
+        trees = "   {:5.2f} / {:d}".format(*depths(tree_parents[name])) if searched else ""
+        evals = batch * (args.simulations + 1) / wall
+        print(f"  {name:<14} {1e3 * wall:9.1f} {1e3 * cpu:9.1f} {moves} {evals:12.0f}{trees}")
     print("  (ms/call: wall clock; CPU ms: CPU time of this process; moves/s and net evals/s from the wall clock)")
     if "pgx" in seconds:
         ratio = [seconds["pgx"][i] / seconds["othello_jax"][i] for i in (0, 1)]

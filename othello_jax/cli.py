@@ -19,8 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("othello_jax.commands.train", "train or resume a self-play run from a config (--config, --workdir)"),
     "plot": ("othello_jax.commands.plot", "draw a run's training curves (metrics.jsonl) to a PNG"),
     "eval": ("othello_jax.commands.eval", "a match between two agents (specs), colours swapped per opening"),
-    "accuracy": ("othello_jax.commands.accuracy", "top-1/top-3 expert-move prediction of a checkpoint on held-out WThor games"),
-    "endgame-accuracy": ("othello_jax.commands.endgame_accuracy", "how often an agent's late moves keep the exact game value (solver-judged)"),
+    "accuracy": ("othello_jax.commands.accuracy",
+                 "top-1/top-3 expert-move prediction of a checkpoint on held-out WThor games"),
+    "endgame-accuracy": ("othello_jax.commands.endgame_accuracy",
+                         "how often an agent's late moves keep the exact game value (solver-judged)"),
     "bench-solver": ("experiments.bench_solver", "endgame solver nodes/s: C on FFO positions, batched JAX vs C"),
 }
 

@@ -87,7 +87,8 @@ class BruteForce:
 def to_ints(states: State) -> tuple[list[int], list[int]]:
     """Batched states -> (mover ints, opponent ints)."""
     def ints(b):
-        return [int(lo) | (int(hi) << 32) for lo, hi in zip(np.asarray(b.lo).tolist(), np.asarray(b.hi).tolist(), strict=False)]
+        return [int(lo) | (int(hi) << 32)
+                for lo, hi in zip(np.asarray(b.lo).tolist(), np.asarray(b.hi).tolist(), strict=False)]
     return ints(states.mover), ints(states.opponent)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from ml_collections import ConfigDict
 
 from othello_jax.game import Othello
 from othello_jax.training.samples import Samples
@@ -37,18 +38,27 @@ def learnable_samples(game: Othello, key: jax.Array, batch: int, plies: int) -> 
 
 
 def synthetic_config(**train_overrides) -> ConfigDict:
-    """The sections of a run config that ``othello_jax.training.iteration`` reads, sized for fast CPU tests."""
-    from ml_collections import ConfigDict
+    """A 6x6 run config with a tiny network and small replay, sized for fast CPU tests."""
+    from othello_jax.training.config import default_config
 
-    return ConfigDict(dict(
-        network=dict(preset="tiny", blocks=0, channels=0, value_hidden=0, dtype=""),
-        replay=dict(lanes=0, capacity=2000, window_start=2, window_max=3, window_grow_every=2,
-                    augment=False, average_duplicates=False),
-        train=dict(dict(batch_size=64, steps_per_iteration=10), **train_overrides),
-        loss=dict(value_weight=1.0, l2=1e-4, entropy_bonus=0.0),
-        optimizer=dict(name="adamw", learning_rate=3e-3, schedule="constant", weight_decay=0.0),
-        gating=dict(enabled=False),
-    ))
+    config = default_config()
+    config.board_size = 6
+    config.network.update(preset="tiny")
+    config.replay.update(lanes=0, capacity=2000, window_start=2, window_max=3, window_grow_every=2,
+                         augment=False, average_duplicates=False)
+    config.train.update(dict(dict(batch_size=64, steps_per_iteration=10), **train_overrides))
+    config.loss.update(value_weight=1.0, l2=1e-4, entropy_bonus=0.0)
+    config.optimizer.update(name="adamw", learning_rate=3e-3, schedule="constant", weight_decay=0.0)
+    config.gating.enabled = False
+    return config
+
+
+def synthetic_program(config: ConfigDict, mesh=None, games: int = 16, plies: int = 12):
+    """``make_train`` with the synthetic self-play below in every stage."""
+    from othello_jax.training.program import make_train
+
+    game = Othello(int(config.board_size))
+    return make_train(config, mesh, selfplay_fn=synthetic_selfplay(game, games, plies), resign_init=jnp.int32(0))
 
 
 def synthetic_selfplay(game: Othello, games: int, plies: int):

@@ -131,11 +131,13 @@ def test_network_agents_play_legal_moves():
 def test_network_agent_raw_policy_takes_the_top_legal_logit():
     game = Othello(4)
     bias = jnp.arange(game.num_actions, dtype=jnp.float32)  # the highest action number is preferred
-    apply_fn = lambda variables, obs: (jnp.broadcast_to(variables, obs.shape[:1] + bias.shape), jnp.zeros(obs.shape[:1]))
+    apply_fn = lambda variables, obs: (jnp.broadcast_to(variables, obs.shape[:1] + bias.shape),
+                                       jnp.zeros(obs.shape[:1]))
     agent = agents.neural_agent(game, apply_fn, bias)
     states = random_positions(4)
     legal = np.asarray(game.legal_moves(states))
-    expected = np.where(legal.any(-1), np.argmax(np.where(legal, np.arange(game.num_actions), -1), -1), game.pass_action)
+    expected = np.where(legal.any(-1), np.argmax(np.where(legal, np.arange(game.num_actions), -1), -1),
+                        game.pass_action)
     np.testing.assert_array_equal(np.asarray(agent.act(states, jax.random.PRNGKey(0))), expected)
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -14,7 +14,8 @@ from othello_jax import checkpoint
 from othello_jax.checkpoint import CheckpointError
 from othello_jax.game import Othello
 from othello_jax.training import iteration as train
-from tests.synthetic_samples import synthetic_config, synthetic_selfplay
+from othello_jax.training.config import network_config
+from tests.synthetic_samples import synthetic_config, synthetic_program
 
 GAME = Othello(6)
 CONFIG = synthetic_config(steps_per_iteration=2)
@@ -22,12 +23,12 @@ CONFIG = synthetic_config(steps_per_iteration=2)
 
 @pytest.fixture(scope="module")
 def setup():
-    return train.Setup.from_config(CONFIG, GAME, train.make_mesh(1))
+    return synthetic_program(CONFIG, train.make_mesh(1), games=4, plies=8)
 
 
-def meta_for(setup: train.Setup) -> dict:
+def meta_for(setup) -> dict:
     return {"format_version": checkpoint.FORMAT_VERSION, "board_size": GAME.size,
-            "network": checkpoint.network_meta(train.network_config(CONFIG)), "lanes": setup.lanes,
+            "network": checkpoint.network_meta(network_config(CONFIG)), "lanes": setup.lanes,
             "capacity": setup.capacity, "max_window": setup.max_window}
 
 
@@ -44,8 +45,8 @@ def digest(directory: Path) -> dict:
 def saved_run(setup, tmp_path_factory):
     """Three saved iterations (keep=2) plus a best checkpoint; returns (workdir, states by step, key)."""
     workdir = tmp_path_factory.mktemp("run")
-    state = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
-    step = setup.iteration(CONFIG, synthetic_selfplay(GAME, games=4, plies=8), state)
+    state = setup.init_state(jax.random.PRNGKey(0))
+    step = setup.iteration_fn(0, state)
     ckpts = checkpoint.Checkpoints(workdir, keep=2)
     states, key = {}, jax.random.PRNGKey(7)
     for i in range(1, 4):
@@ -63,7 +64,7 @@ def test_keeps_last_n_and_restores_exactly(setup, saved_run):
     workdir, states, _ = saved_run
     ckpts = checkpoint.Checkpoints(workdir, keep=2)
     assert ckpts.steps() == [2, 3]
-    template = setup.init_state(jax.random.PRNGKey(99), jnp.int32(0))
+    template = setup.init_state(jax.random.PRNGKey(99))
     restored, key, meta = ckpts.restore(template, jax.random.PRNGKey(0), meta_for(setup))
     expected_state, expected_key = states[3]
     assert trees_equal(restored, expected_state)
@@ -79,7 +80,7 @@ def test_keeps_last_n_and_restores_exactly(setup, saved_run):
 def test_load_agent_variables_from_workdir_best_and_step(saved_run):
     workdir, states, _ = saved_run
     config, variables, size = checkpoint.load_agent_variables(workdir)
-    assert size == 6 and config == train.network_config(CONFIG)
+    assert size == 6 and config == network_config(CONFIG)
     assert trees_equal(variables["params"], states[3][0].params)
     assert trees_equal(variables["batch_stats"], states[3][0].batch_stats)
     _, best, _ = checkpoint.load_agent_variables(workdir / "best")
@@ -95,7 +96,7 @@ def test_load_agent_variables_from_workdir_best_and_step(saved_run):
 def test_incompatible_settings_are_named(setup, saved_run):
     workdir, _, _ = saved_run
     ckpts = checkpoint.Checkpoints(workdir, keep=2)
-    template = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
+    template = setup.init_state(jax.random.PRNGKey(0))
     wrong = dict(meta_for(setup), network=dict(meta_for(setup)["network"], channels=64))
     with pytest.raises(CheckpointError, match=r"incompatible: network is .*channels': 16.* but .*64"):
         ckpts.restore(template, jax.random.PRNGKey(0), wrong)
@@ -116,7 +117,7 @@ def test_corrupted_checkpoint_reports_and_leaves_others_intact(setup, saved_run,
             f.write_bytes(b"\x00garbage" * 8)
     before = digest(workdir / "checkpoints" / "2")
     ckpts = checkpoint.Checkpoints(workdir, keep=2)
-    template = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
+    template = setup.init_state(jax.random.PRNGKey(0))
     with pytest.raises(CheckpointError) as error:
         ckpts.restore(template, jax.random.PRNGKey(0), meta_for(setup))
     message = str(error.value)
@@ -144,7 +145,7 @@ def test_state_without_buffer_restores_a_fresh_buffer(setup, saved_run, tmp_path
     trained = jax.device_get(state)
     ckpts = checkpoint.Checkpoints(tmp_path, keep=1, async_save=False)
     ckpts.save(1, state, jax.random.PRNGKey(2), meta_for(setup), save_buffer=False)
-    template = setup.init_state(jax.random.PRNGKey(5), jnp.int32(0))
+    template = setup.init_state(jax.random.PRNGKey(5))
     restored, _, meta = ckpts.restore(template, jax.random.PRNGKey(0), dict(meta_for(setup), lanes=4))
     assert meta["buffer_saved"] is False  # lanes may differ when no buffer is carried over
     assert trees_equal(restored.params, trained.params)

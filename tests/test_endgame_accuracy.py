@@ -30,7 +30,8 @@ def test_random_agent_judged_like_brute_force():
     assert len(actions) > 16
     checks = judge_moves(states, actions, GAME, backend="c")
     brute = BruteForce(8)
-    for m, o, a, e, best, achieved in zip(*to_ints(states), actions, checks.empties, checks.best, checks.achieved, strict=False):
+    for m, o, a, e, best, achieved in zip(*to_ints(states), actions, checks.empties, checks.best, checks.achieved,
+                                          strict=False):
         assert e == 64 - bin(m | o).count("1") and e <= EMPTIES
         assert best == brute.value(m, o)
         assert achieved == -brute.value(*brute.child(m, o, int(a)))

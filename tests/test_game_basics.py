@@ -21,7 +21,8 @@ def legal_names(game, state):
     return sorted(square_name(int(a), game.size) for a in np.nonzero(mask)[0])
 
 
-@pytest.mark.parametrize("size,expected", [(8, ["c4", "d3", "e6", "f5"]), (6, ["b3", "c2", "d5", "e4"]), (4, ["a2", "b1", "c4", "d3"])])
+@pytest.mark.parametrize("size,expected", [(8, ["c4", "d3", "e6", "f5"]), (6, ["b3", "c2", "d5", "e4"]),
+                                           (4, ["a2", "b1", "c4", "d3"])])
 def test_start_position_and_first_moves(size, expected):
     game = Othello(size)
     state = game.init()
@@ -103,7 +104,8 @@ def test_functions_work_under_jit_vmap_and_shard_map():
     eager = game.step(batch, actions)
     vmapped = jax.jit(jax.vmap(game.step))(batch, actions)
     mesh = Mesh(np.array(jax.devices()[:1]), ("games",))
-    sharded = jax.jit(shard_map(game.step, mesh=mesh, in_specs=(P("games"), P("games")), out_specs=P("games")))(batch, actions)
+    sharded = jax.jit(shard_map(game.step, mesh=mesh, in_specs=(P("games"), P("games")),
+                                out_specs=P("games")))(batch, actions)
     for other in (vmapped, sharded):
         for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(other), strict=False):
             assert np.array_equal(np.asarray(a), np.asarray(b))

@@ -128,7 +128,8 @@ def test_average_duplicates_means_targets_of_equal_positions_only():
     np.testing.assert_allclose(out.value[starts], np.full(3, float(value[starts].mean())), rtol=1e-6)
     np.testing.assert_allclose(out.policy[0], policy[starts].mean(0), rtol=1e-5)
     s = rows.state
-    key = list(zip(*(np.asarray(x).tolist() for x in (s.mover.lo, s.mover.hi, s.opponent.lo, s.opponent.hi)), strict=False))
+    key = list(zip(*(np.asarray(x).tolist() for x in (s.mover.lo, s.mover.hi, s.opponent.lo, s.opponent.hi)),
+                   strict=False))
     unique = np.array([i for i in range(n) if key.count(key[i]) == 1])
     assert len(unique) >= 3
     np.testing.assert_allclose(out.value[unique], value[unique])

@@ -113,7 +113,8 @@ def test_openings_start_the_games():
     assert starts <= {0, 1, 2} and len(starts) >= 2
     after_b1a1, _ = play_transcript("b1a1", GAME)
     rows = np.nonzero(np.asarray(first.ply)[0] == 2)[0]
-    for leaf, want in zip(jax.tree.leaves(jax.tree.map(lambda x: x[0, rows], first)), jax.tree.leaves(after_b1a1), strict=False):
+    for leaf, want in zip(jax.tree.leaves(jax.tree.map(lambda x: x[0, rows], first)), jax.tree.leaves(after_b1a1),
+                          strict=False):
         np.testing.assert_array_equal(np.asarray(leaf), np.broadcast_to(np.asarray(want), np.asarray(leaf).shape))
     with pytest.raises(NotationError):
         selfplay.openings_from_transcripts(["a1"], GAME)  # illegal first move

@@ -21,6 +21,7 @@ SCRIPT = textwrap.dedent("""
     import jax, numpy as np
     from experiments.configs import tiny_test
     from othello_jax.training import iteration as train
+    from othello_jax.training.program import make_train
     from othello_jax.game import Othello
 
     assert len(jax.devices()) == 8, jax.devices()
@@ -31,9 +32,9 @@ SCRIPT = textwrap.dedent("""
     game = Othello(config.board_size)
 
     def run(num_devices):
-        setup = train.Setup.from_config(config, game, train.make_mesh(num_devices))
-        state = setup.init_state(jax.random.PRNGKey(0), train.initial_resign_state(config))
-        step = setup.iteration(config, train.make_selfplay_fn(config, setup), state)
+        program = make_train(config, train.make_mesh(num_devices))
+        state = program.init_state(jax.random.PRNGKey(0))
+        step = program.iteration_fn(0, state)
         for i in range(2):
             state, metrics = step(state, jax.random.PRNGKey(10 + i))
         shards = {len(x.sharding.device_set) for x in jax.tree.leaves(state.buffer)}

@@ -38,7 +38,8 @@ def states_from_games(game: Othello, rec, count: int):
 
 
 def leaves_equal(a, b) -> bool:
-    return all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=False))
+    return all(np.array_equal(np.asarray(x), np.asarray(y))
+               for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=False))
 
 
 def test_group_laws():
@@ -48,7 +49,8 @@ def test_group_laws():
         assert compose(compose(a, b), c) == compose(a, compose(b, c))
     # the 8 transforms of an asymmetric grid are all different
     grid = jnp.arange(36).reshape(6, 6)
-    images = {tuple(np.asarray(transform_policy(jnp.concatenate([grid.reshape(-1), jnp.zeros(1, int)]), k, 6))) for k in range(8)}
+    images = {tuple(np.asarray(transform_policy(jnp.concatenate([grid.reshape(-1), jnp.zeros(1, int)]), k, 6)))
+              for k in range(8)}
     assert len(images) == 8
 
 

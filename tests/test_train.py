@@ -9,17 +9,19 @@ import pytest
 
 from othello_jax.game import Othello
 from othello_jax.training import iteration as train
-from tests.synthetic_samples import learnable_samples, synthetic_config, synthetic_selfplay
+from othello_jax.training.config import max_window, network_config, optimizer_config
+from othello_jax.training.program import make_train
+from othello_jax.training.sgd import loss_fn
+from tests.synthetic_samples import learnable_samples, synthetic_config, synthetic_program
 
 GAME = Othello(6)
 
 
 def run_iterations(config, iterations: int, seed: int = 0, mesh=None):
-    mesh = mesh or train.make_mesh(1)
-    setup = train.Setup.from_config(config, GAME, mesh)
-    state = setup.init_state(jax.random.PRNGKey(seed), jnp.int32(0))
+    program = synthetic_program(config, mesh or train.make_mesh(1), games=16, plies=12)
+    state = program.init_state(jax.random.PRNGKey(seed))
     initial = jax.tree.map(np.asarray, state)
-    step = setup.iteration(config, synthetic_selfplay(GAME, games=16, plies=12), state)
+    step = program.iteration_fn(0, state)
     history = []
     for i in range(iterations):
         state, metrics = step(state, jax.random.fold_in(jax.random.PRNGKey(seed + 1), i))
@@ -73,17 +75,17 @@ def test_gating_keeps_the_champion_as_actor():
 
 def test_loss_combines_its_terms():
     config = synthetic_config()
-    setup = train.Setup.from_config(config, GAME, train.make_mesh(1))
-    state = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
+    program = synthetic_program(config, train.make_mesh(1))
+    state = program.init_state(jax.random.PRNGKey(0))
     rows = learnable_samples(GAME, jax.random.PRNGKey(1), batch=8, plies=6)
     batch = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), rows)
     config.loss.update(value_weight=2.0, l2=0.01, entropy_bonus=0.5)
-    loss, (_, m) = train.loss_fn(state.params, state.batch_stats, setup.net, GAME, batch, config.loss)
+    loss, (_, m) = loss_fn(state.params, state.batch_stats, program.net, GAME, batch, config.loss)
     expected = 2.0 * m["value_loss"] + m["policy_loss"] + 0.01 * m["l2"] - 0.5 * m["policy_entropy"]
     np.testing.assert_allclose(float(loss), float(expected), rtol=1e-6)
     # masked rows do not count
     masked = batch._replace(mask=batch.mask.at[: batch.mask.shape[0] // 2].set(False))
-    _, (_, m2) = train.loss_fn(state.params, state.batch_stats, setup.net, GAME, masked, config.loss)
+    _, (_, m2) = loss_fn(state.params, state.batch_stats, program.net, GAME, masked, config.loss)
     assert float(m2["value_loss"]) != pytest.approx(float(m["value_loss"]))
     # one-hot targets have zero entropy, so the KL equals the cross-entropy
     np.testing.assert_allclose(float(m["policy_kl"]), float(m["policy_loss"]), rtol=1e-5)
@@ -94,9 +96,9 @@ def test_replay_window_schedule():
     config.update(window_start=2, window_max=5, window_grow_every=3)
     got = [int(train.replay_window(config, jnp.int32(i))) for i in (0, 2, 3, 8, 9, 100)]
     assert got == [2, 2, 3, 4, 5, 5]
-    assert train.max_window(config) == 5
+    assert max_window(config) == 5
     config.window_grow_every = 0
-    assert int(train.replay_window(config, jnp.int32(50))) == 2 and train.max_window(config) == 2
+    assert int(train.replay_window(config, jnp.int32(50))) == 2 and max_window(config) == 2
 
 
 def test_cosine_schedule_spans_the_run_when_total_steps_is_zero():
@@ -105,22 +107,21 @@ def test_cosine_schedule_spans_the_run_when_total_steps_is_zero():
     config = synthetic_config()
     config.iterations, config.train.steps_per_iteration = 30, 4
     config.optimizer.update(schedule="cosine", learning_rate=1.0, warmup_steps=0, total_steps=0, end_scale=0.1)
-    resolved = train.optimizer_config(config)
+    resolved = optimizer_config(config)
     assert resolved.total_steps == 120 and config.optimizer.total_steps == 0  # the run's config is untouched
     schedule = learning_rate_schedule(resolved)
     assert float(schedule(60)) == pytest.approx(0.55) and float(schedule(120)) == pytest.approx(0.1)
     config.optimizer.total_steps = 50  # an explicit length wins
-    assert train.optimizer_config(config).total_steps == 50
+    assert optimizer_config(config).total_steps == 50
 
 
 def test_bad_geometry_is_reported():
     config = synthetic_config(batch_size=30)
     config.replay.lanes = 4
-    mesh = train.make_mesh(1)
-    setup = train.Setup.from_config(config, GAME, mesh)
-    state = setup.init_state(jax.random.PRNGKey(0), jnp.int32(0))
+    program = synthetic_program(config, train.make_mesh(1), games=4, plies=4)
+    state = program.init_state(jax.random.PRNGKey(0))
     with pytest.raises(ValueError, match="multiple of the 4 replay lanes"):
-        setup.iteration(config, synthetic_selfplay(GAME, 4, 4), state)
+        program.iteration_fn(0, state)
     with pytest.raises(ValueError, match="devices"):
         train.make_mesh(len(jax.devices()) + 1)
 
@@ -128,7 +129,7 @@ def test_bad_geometry_is_reported():
 def test_network_config_overrides_preset():
     config = synthetic_config()
     config.network.update(preset="small", channels=32, dtype="bfloat16")
-    net = train.network_config(config)
+    net = network_config(config)
     assert (net.blocks, net.channels, net.dtype) == (6, 32, "bfloat16")
 
 
@@ -191,13 +192,12 @@ def test_train_command_reports_bad_input_in_one_line(capsys, tmp_path):
 
 def test_resuming_with_a_different_network_is_refused(capsys, tmp_path):
     from othello_jax import checkpoint
-    from othello_jax.training import loop
 
     config = tiny_config()
-    setup = train.Setup.from_config(config, Othello(4), train.make_mesh(1))
-    state = setup.init_state(jax.random.PRNGKey(0), train.initial_resign_state(config))
+    program = make_train(config, train.make_mesh(1))
+    state = program.init_state(jax.random.PRNGKey(0))
     ckpts = checkpoint.Checkpoints(tmp_path, keep=1, async_save=False)
-    ckpts.save(1, state, jax.random.PRNGKey(1), loop.run_meta(config, setup))
+    ckpts.save(1, state, jax.random.PRNGKey(1), program.meta())
     ckpts.close()
     code, err = run_cli(capsys, "--config=experiments/configs/tiny_test.py", f"--workdir={tmp_path}",
                         "--config.network.channels=32")
@@ -244,9 +244,9 @@ def test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled
         assert all(0.0 <= record[k] <= 1.0 for k in ("eval/random", "eval/greedy"))
     assert any((workdir / "best").iterdir())  # the best-scoring network is kept apart
 
-    setup = train.Setup.from_config(config, Othello(4), train.make_mesh(1))
-    state = setup.init_state(jax.random.PRNGKey(0), train.initial_resign_state(config))
+    program = make_train(config, train.make_mesh(1))
+    state = program.init_state(jax.random.PRNGKey(0))
     variables = {"params": state.params, "batch_stats": state.batch_stats}
-    first = evaluation_hooks.network_player(config, setup, variables, 2, name="a")
-    second = evaluation_hooks.network_player(config, setup, jax.tree.map(lambda x: x + 1, variables), 2, name="b")
+    first = evaluation_hooks.network_player(config, program, variables, 2, name="a")
+    second = evaluation_hooks.network_player(config, program, jax.tree.map(lambda x: x + 1, variables), 2, name="b")
     assert first.act_with_params is second.act_with_params  # one compiled program for every evaluation

@@ -29,6 +29,7 @@ def with_exact_endgame(agent: Agent, game: Othello, max_empties: int, backend: s
     except Exception as error:  # e.g. no C compiler for the C solver
         raise AgentSpecError(f"cannot use the {backend} endgame solver: {str(error).splitlines()[0]}") from None
     jittable = agent.jittable and backend == "jax"
-    suffix = f",solve={max_empties}" + (f",solver={backend}" if backend != ("jax" if agent.jittable else "auto") else "")
+    default_backend = "jax" if agent.jittable else "auto"
+    suffix = f",solve={max_empties}" + (f",solver={backend}" if backend != default_backend else "")
     return dataclasses.replace(agent, name=agent.name + suffix, act=jax.jit(act) if jittable else act,
                                jittable=jittable, params=None, act_with_params=None)

@@ -209,7 +209,8 @@ class GtpPlayer:
             self.client.send("clear_board")
         except EngineError as error:
             self.client.close()
-            raise EngineError(f"engine {self.client.name} cannot play {game.size}x{game.size} Othello: {error}") from None
+            raise EngineError(f"engine {self.client.name} cannot play {game.size}x{game.size} Othello: "
+                              f"{error}") from None
         self.engine_line: list[int] = []  # the moves on the engine's board
         root = np.asarray(_keys(game.init(), game)).tobytes()
         self.reached: dict[bytes, tuple[bytes | None, int]] = {root: (None, -1)}  # position -> (parent, move)

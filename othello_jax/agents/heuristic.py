@@ -53,7 +53,8 @@ def square_classes(size: int) -> dict[str, int]:
     x_squares = sum(x for _, x, _ in per_corner)
     c_squares = sum(cs for _, _, cs in per_corner)
     edge = sum(_square(r, c) for r in range(size) for c in range(size) if r in (0, last) or c in (0, last))
-    ring = sum(_square(r, c) for r in range(1, last) for c in range(1, last) if r in (1, last - 1) or c in (1, last - 1))
+    ring = sum(_square(r, c) for r in range(1, last) for c in range(1, last)
+               if r in (1, last - 1) or c in (1, last - 1))
     return {
         "corner": corner,
         "edge": edge & ~corner & ~c_squares,  # A and B squares
@@ -108,7 +109,8 @@ def final_value(mover: bb.Bitboard, opponent: bb.Bitboard, size: int) -> jax.Arr
     return (jnp.sign(diff) * WIN + diff).astype(jnp.int32)
 
 
-def position_value(mover: bb.Bitboard, opponent: bb.Bitboard, size: int) -> tuple[jax.Array, jax.Array, bb.Bitboard, bb.Bitboard]:
+def position_value(mover: bb.Bitboard, opponent: bb.Bitboard,
+                   size: int) -> tuple[jax.Array, jax.Array, bb.Bitboard, bb.Bitboard]:
     """(value, finished, mover's moves, opponent's moves) of a position for the side to move."""
     mover_moves = bb.legal_placements(mover, opponent, size)
     opponent_moves = bb.legal_placements(opponent, mover, size)

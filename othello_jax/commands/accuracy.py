@@ -27,7 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint", required=True,
                         help="a training workdir (latest checkpoint), WORKDIR/best, or one step directory")
     parser.add_argument("--wthor", default=DEFAULT_WTHOR,
-                        help=f"WThor directory with WTH_YYYY.wtb files (default {DEFAULT_WTHOR}; env OTHELLO_JAX_WTHOR)")
+                        help=f"WThor directory with WTH_YYYY.wtb files "
+                             f"(default {DEFAULT_WTHOR}; env OTHELLO_JAX_WTHOR)")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE,
                         help=f"where the built dataset is cached (default {DEFAULT_CACHE}; '' to disable)")
     parser.add_argument("--test-from-year", type=int, default=2015, help="held-out games: this year on (default 2015)")

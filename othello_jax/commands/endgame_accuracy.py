@@ -1,7 +1,8 @@
 """`othello-jax endgame-accuracy`: how well an agent plays its endgames, judged by the exact solver.
 
     othello-jax endgame-accuracy --agent greedy --games 64 --empties 14
-    othello-jax endgame-accuracy --checkpoint runs/othello8 --opponent random --openings ../shared/data/xot/openingslarge.txt
+    othello-jax endgame-accuracy --checkpoint runs/othello8 --opponent random \\
+        --openings ../shared/data/xot/openingslarge.txt
 
 The agent plays games (against itself, or against ``--opponent``) from random starts or from
 an openings file; every one of its moves with at most ``--empties`` empty squares left is
@@ -37,10 +38,13 @@ def _parser() -> argparse.ArgumentParser:
     agent_options.add_arguments(parser)
     parser.add_argument("--opponent", help="agent spec of the other side (default: the agent plays both sides)")
     parser.add_argument("--games", type=int, default=32, help="games to play (default 32)")
-    parser.add_argument("--empties", type=int, default=14, help="judge moves with at most this many empty squares (default 14)")
-    parser.add_argument("--random-plies", type=int, default=10, help="random moves before the agents take over (default 10)")
+    parser.add_argument("--empties", type=int, default=14,
+                        help="judge moves with at most this many empty squares (default 14)")
+    parser.add_argument("--random-plies", type=int, default=10,
+                        help="random moves before the agents take over (default 10)")
     parser.add_argument("--openings", help="file of opening transcripts to start from instead (e.g. XOT)")
-    parser.add_argument("--backend", default="auto", help=f"solver: {', '.join(BACKENDS)} (default auto: C if it builds)")
+    parser.add_argument("--backend", default="auto",
+                        help=f"solver: {', '.join(BACKENDS)} (default auto: C if it builds)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print the report as one JSON line")
     return parser

@@ -99,7 +99,8 @@ class ExpertData:
                 f"train {i['train_games']} games -> {self.train.size} unique (position, move) rows "
                 f"from {i['train_moves']} moves; test (games from {i['test_from_year']}) "
                 f"{i['test_games']} games -> {self.test.size} rows, "
-                f"{100 * float(np.mean(self.test.in_train)) if self.test.size else 0:.1f}% of them at positions also in train")
+                f"{100 * float(np.mean(self.test.in_train)) if self.test.size else 0:.1f}% "
+                "of them at positions also in train")
 
 
 # ---- building ---------------------------------------------------------------------------------

@@ -129,7 +129,8 @@ def describe_problems(error: np.ndarray, error_move: np.ndarray, labels: list[st
                       max_examples: int = 5) -> RejectReport:
     """Count rejection reasons; ``labels[i]`` names game i in the examples."""
     error = np.asarray(error)
-    counts = {REASONS[code]: int(n) for code, n in zip(*np.unique(error[error != OK], return_counts=True), strict=False)}
+    counts = {REASONS[code]: int(n)
+              for code, n in zip(*np.unique(error[error != OK], return_counts=True), strict=False)}
     bad = np.flatnonzero(error != OK)[:max_examples]
     examples = tuple(
         f"{labels[i] if labels else f'game #{i}'}: "

@@ -288,7 +288,8 @@ class MatchResult:
         """
         lines = [f"# othello-jax games on {self.game.size}x{self.game.size}: transcript, black, white, "
                  "black minus white discs"]
-        lines += [f"{r.transcript(self.game.size)}\t{r.black}\t{r.white}\t{r.black_disc_diff:+d}" for r in self.records()]
+        lines += [f"{r.transcript(self.game.size)}\t{r.black}\t{r.white}\t{r.black_disc_diff:+d}"
+                  for r in self.records()]
         Path(path).expanduser().write_text("\n".join(lines) + "\n")
 
 
@@ -337,7 +338,7 @@ def play_match(game: Othello, first: Agent, second: Agent, lines: Sequence[Seque
         diffs.append(np.stack([np.asarray(_black_disc_diff(game, s)) for s in played.final]))
         if progress is not None:
             progress(2 * min(start + batch_size, count), 2 * count)
-    return MatchResult(game, first.name, second.name, [list(l) for l in lines], np.concatenate(moves, axis=1),
+    return MatchResult(game, first.name, second.name, [list(line) for line in lines], np.concatenate(moves, axis=1),
                        np.concatenate(diffs, axis=1), time.perf_counter() - begin - compile_seconds, compile_seconds)
 
 

@@ -159,6 +159,7 @@ def render(state: State, game: Othello = Othello(8), show_legal: bool = True) ->
     if bool(state.terminal):
         status = "game over"
     else:
-        status = ("black" if int(state.color) == BLACK else "white") + " (" + ("X" if int(state.color) == BLACK else "O") + ") to move"
+        black_to_move = int(state.color) == BLACK
+        status = ("black" if black_to_move else "white") + " (" + ("X" if black_to_move else "O") + ") to move"
     lines.append(f"X {nb} - O {nw}, {status}")
     return "\n".join(lines)

@@ -82,7 +82,10 @@ class NotebookGame:
             action = self.session.agent_move(self.agent, key)
             self.agent_analysis = getattr(self.agent, "last", None)
             self.session.play(action)
-            said = "passes" if action == self.session.game.pass_action else f"plays {square_name(action, self.session.game.size)}"
+            if action == self.session.game.pass_action:
+                said = "passes"
+            else:
+                said = f"plays {square_name(action, self.session.game.size)}"
             self.message = f"{color_name(1 - self.human)} ({self.agent.name}) {said}"
 
     # ---- display ------------------------------------------------------------------------
@@ -106,7 +109,8 @@ class NotebookGame:
     def _repr_html_(self) -> str:
         labels = None
         if self.hint_analysis is not None:
-            labels = {m.action: str(m.visits) for m in self.hint_analysis.moves if m.action < self.session.game.num_squares}
+            labels = {m.action: str(m.visits) for m in self.hint_analysis.moves
+                      if m.action < self.session.game.num_squares}
         last = self.session.actions[-1] if self.session.actions else None
         svg = board_svg(self.session.state, self.session.game, last_move=last, labels=labels)
         lines = [self.message, self.status(), self.agent_report()]
@@ -127,7 +131,7 @@ class NotebookGame:
         size = self.session.game.size
         buttons = [widgets.Button(layout=widgets.Layout(width="36px", height="36px")) for _ in range(size * size)]
         for action, button in enumerate(buttons):
-            button.on_click(lambda _, name=square_name(action, size): self.move(name))
+            button.on_click(lambda _, name=square_name(action, size): self.move(name))  # noqa: B008 -- binds this loop's square
         controls = [widgets.Button(description=label) for label in ("pass", "undo", "hint")]
         controls[0].on_click(lambda _: self.move("pass"))
         controls[1].on_click(lambda _: self.undo())

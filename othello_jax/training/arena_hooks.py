@@ -11,7 +11,7 @@ from ml_collections import ConfigDict
 
 from othello_jax import agents
 from othello_jax.evaluation import arena
-from othello_jax.training.iteration import Setup, network_config
+from othello_jax.training.program import TrainProgram
 
 
 def opponent_specs(text: str) -> list[str]:
@@ -19,40 +19,40 @@ def opponent_specs(text: str) -> list[str]:
     return str(text).split()
 
 
-def network_player(config: ConfigDict, setup: Setup, variables: dict, sims: int, name: str) -> agents.Agent:
+def network_player(config: ConfigDict, program: TrainProgram, variables: dict, sims: int, name: str) -> agents.Agent:
     """The network with ``sims`` simulations of the run's search variant (0: raw policy).
 
     Built with :func:`agents.network_agent`, so every evaluation of a run reuses the compiled
     matches of the first one (the variables are an argument, not a constant).
     """
     host = jax.device_get(variables)  # plain arrays: the arena runs on one device
-    return agents.network_agent(setup.game, network_config(config), host, sims=sims,
+    return agents.network_agent(program.game, program.network, host, sims=sims,
                                 search=str(config.search.variant), name=name)
 
 
-def evaluate_against_baselines(config: ConfigDict, setup: Setup, variables: dict, key: jax.Array) -> dict:
+def evaluate_against_baselines(config: ConfigDict, program: TrainProgram, variables: dict, key: jax.Array) -> dict:
     """``{"eval/<spec>": score}`` of the network against each opponent in ``config.eval.opponents``.
 
     Score = (wins + draws / 2) / games over ``config.eval.games`` games per opponent.
     """
     sims = int(config.eval.num_simulations) or int(config.search.num_simulations)
-    player = network_player(config, setup, variables, sims, name=f"net:sims={sims}")
+    player = network_player(config, program, variables, sims, name=f"net:sims={sims}")
     open_key, play_key = jax.random.split(key)
-    lines = arena.match_openings(setup.game, int(config.eval.games), open_key)
+    lines = arena.match_openings(program.game, int(config.eval.games), open_key)
     scores = {}
     for i, spec in enumerate(opponent_specs(config.eval.opponents)):
-        opponent = agents.parse_agent(spec, setup.game)
-        result = arena.play_match(setup.game, player, opponent, lines, jax.random.fold_in(play_key, i))
+        opponent = agents.parse_agent(spec, program.game)
+        result = arena.play_match(program.game, player, opponent, lines, jax.random.fold_in(play_key, i))
         scores[f"eval/{spec}"] = result.summary().score
     return scores
 
 
-def gate_against_champion(config: ConfigDict, setup: Setup, challenger: dict, champion: dict,
+def gate_against_champion(config: ConfigDict, program: TrainProgram, challenger: dict, champion: dict,
                           key: jax.Array) -> float:
     """The latest network's score against the current self-play network (AlphaGo Zero gating)."""
     sims = int(config.gating.num_simulations) or int(config.search.num_simulations)
-    first = network_player(config, setup, challenger, sims, name="challenger")
-    second = network_player(config, setup, champion, sims, name="champion")
+    first = network_player(config, program, challenger, sims, name="challenger")
+    second = network_player(config, program, champion, sims, name="champion")
     _, score = arena.gate(first, second, int(config.gating.games), float(config.gating.threshold), key,
-                          game=setup.game)
+                          game=program.game)
     return float(score)

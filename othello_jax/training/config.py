@@ -6,17 +6,25 @@ shapes (simulations per move, temperature moves, ...) change over training throu
 
     config.stages = "20: search.num_simulations=32; 50: search.num_simulations=64"
 
-Each stage is compiled once when it starts. Settings that are plain numbers inside the compiled
-iteration (learning rate by step, replay window by iteration) have their own schedules.
+Each stage is compiled once when it starts, and everything in it takes effect from its
+iteration: the search, self-play, loss, gradient-step, replay-window, learning-rate (the
+schedule keeps its position, and the optimizer its moments), evaluation, gating and checkpoint
+settings (``CHANGEABLE_IN_STAGES``). What the run's state is built from (board size, network,
+replay capacity and lanes, seed, length, devices) cannot change mid-run: a stage naming it is
+a one-line error when the config is checked. Settings that are plain numbers inside the
+compiled iteration (learning rate by step, replay window by iteration) have their own schedules.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import ml_collections
 from ml_collections import ConfigDict
 
-from othello_jax import search
+from othello_jax import agents, search
 from othello_jax.game import SIZES, Othello
+from othello_jax.model import NetworkConfig
 from othello_jax.training import selfplay
 
 
@@ -65,44 +73,67 @@ def default_config() -> ConfigDict:
 
 
 def check_config(config: ConfigDict) -> None:
-    """Raise ``ValueError`` with a one-line message naming the first impossible setting."""
-    def need(ok: bool, message: str) -> None:
-        if not ok:
-            raise ValueError(message)
+    """Raise ``ValueError`` with a one-line message naming the first impossible setting.
 
-    need(int(config.board_size) in SIZES, f"board_size must be one of {SIZES}, got {config.board_size}")
-    need(int(config.iterations) >= 1, f"iterations must be >= 1, got {config.iterations}")
-    need(float(config.max_minutes) >= 0, "max_minutes must be >= 0")
-    need(int(config.train.batch_size) >= 1, f"train.batch_size must be >= 1, got {config.train.batch_size}")
-    need(int(config.train.steps_per_iteration) >= 1, "train.steps_per_iteration must be >= 1")
-    need(int(config.replay.capacity) >= 1, "replay.capacity must be >= 1")
-    need(int(config.replay.window_start) >= 1, "replay.window_start must be >= 1")
-    need(int(config.replay.window_max) >= int(config.replay.window_start),
-         "replay.window_max must be >= replay.window_start")
-    need(int(config.checkpoint.every) >= 1, "checkpoint.every must be >= 1")
-    need(int(config.checkpoint.keep) >= 1, "checkpoint.keep must be >= 1")
-    need(int(config.eval.every) >= 0, "eval.every must be >= 0 (0 = never)")
-    need(0.0 < float(config.gating.threshold) <= 1.0, "gating.threshold must be in (0, 1]")
-    need(not config.gating.enabled or int(config.gating.every) >= 1, "gating.every must be >= 1")
-    need(int(config.eval.games) >= 2 and int(config.eval.games) % 2 == 0,
-         "eval.games must be even and >= 2 (each opening is played with both colours)")
-    need(not config.gating.enabled or (int(config.gating.games) >= 2 and int(config.gating.games) % 2 == 0),
-         "gating.games must be even and >= 2")
+    The base config and the config of every stage are checked, so a bad stage fails before
+    anything is trained.
+    """
+    stages = parse_stages(config.stages, config)
+    for index, (start, _) in enumerate(stages):
+        try:
+            _check_values(stage_config(config, stages, index))
+        except ValueError as error:
+            raise ValueError(f"{error} (in the stage from iteration {start})" if index else str(error)) from None
+
+
+def _need(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+def _check_values(config: ConfigDict) -> None:
+    _need(int(config.board_size) in SIZES, f"board_size must be one of {SIZES}, got {config.board_size}")
+    _need(int(config.iterations) >= 1, f"iterations must be >= 1, got {config.iterations}")
+    _need(float(config.max_minutes) >= 0, "max_minutes must be >= 0")
+    _need(int(config.train.batch_size) >= 1, f"train.batch_size must be >= 1, got {config.train.batch_size}")
+    _need(int(config.train.steps_per_iteration) >= 1, "train.steps_per_iteration must be >= 1")
+    _need(int(config.replay.capacity) >= 1, "replay.capacity must be >= 1")
+    _need(int(config.replay.window_start) >= 1, "replay.window_start must be >= 1")
+    _need(int(config.replay.window_max) >= int(config.replay.window_start),
+          "replay.window_max must be >= replay.window_start")
+    _need(int(config.checkpoint.every) >= 1, "checkpoint.every must be >= 1")
+    _need(int(config.checkpoint.keep) >= 1, "checkpoint.keep must be >= 1")
+    _need(int(config.eval.every) >= 0, "eval.every must be >= 0 (0 = never)")
+    _need(0.0 < float(config.gating.threshold) <= 1.0, "gating.threshold must be in (0, 1]")
+    _need(not config.gating.enabled or int(config.gating.every) >= 1, "gating.every must be >= 1")
+    _need(int(config.eval.games) >= 2 and int(config.eval.games) % 2 == 0,
+          "eval.games must be even and >= 2 (each opening is played with both colours)")
+    _need(not config.gating.enabled or (int(config.gating.games) >= 2 and int(config.gating.games) % 2 == 0),
+          "gating.games must be even and >= 2")
     search.check_search_config(config.search)
     selfplay.check_selfplay_config(config.selfplay)
     if int(config.eval.every):
-        from othello_jax import agents
-
         game = Othello(int(config.board_size))
         for spec in str(config.eval.opponents).split():
             agents.parse_agent(spec, game)  # AgentSpecError (a ValueError) names a bad spec
-    parse_stages(config.stages, config)
 
 
 # ---------------------------------------------------------------------------------------------
 # stages
 # ---------------------------------------------------------------------------------------------
 Stage = tuple[int, tuple[tuple[str, str], ...]]
+
+# what a stage may change: a dotted key equal to one of these or inside a section ending in "."
+CHANGEABLE_IN_STAGES = (
+    "search.", "selfplay.", "loss.", "train.", "optimizer.", "eval.", "gating.",
+    "replay.window_start", "replay.window_max", "replay.window_grow_every", "replay.augment",
+    "replay.average_duplicates", "checkpoint.every", "checkpoint.save_buffer",
+)
+
+
+def changeable_in_stages(key: str) -> bool:
+    """Whether a stage may override the dotted setting ``key`` (see ``CHANGEABLE_IN_STAGES``)."""
+    return any(key == c or (c.endswith(".") and key.startswith(c)) for c in CHANGEABLE_IN_STAGES)
 
 
 def parse_stages(text: str, config: ConfigDict) -> list[Stage]:
@@ -122,6 +153,9 @@ def parse_stages(text: str, config: ConfigDict) -> list[Stage]:
             if not eq:
                 raise ValueError(f"stage setting {item!r} must look like key=value")
             _lookup(config, key.strip())
+            if not changeable_in_stages(key.strip()):
+                raise ValueError(f"stage setting {key.strip()!r} cannot change mid-run (it shapes the run's state); "
+                                 "set it in the config instead")
             pairs.append((key.strip(), value.strip()))
         stages.append((int(head), tuple(pairs)))
     stages.sort(key=lambda s: s[0])
@@ -171,3 +205,32 @@ def stage_config(config: ConfigDict, stages: list[Stage], index: int) -> ConfigD
             except ValueError as error:
                 raise ValueError(f"stage setting {key}={value}: {error}") from None
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# resolved settings
+# ---------------------------------------------------------------------------------------------
+def network_config(config: ConfigDict) -> NetworkConfig:
+    """``config.network``: ``preset`` (tiny/small/standard/large) overridden by ``blocks``/``channels``/... if > 0."""
+    net = config.network
+    base = NetworkConfig.preset(net.preset) if net.get("preset") else NetworkConfig()
+    overrides = {f.name: net[f.name] for f in dataclasses.fields(NetworkConfig)
+                 if f.name in net and net[f.name] not in (0, None, "")}
+    return dataclasses.replace(base, **overrides)
+
+
+def optimizer_config(config: ConfigDict) -> ConfigDict:
+    """``config.optimizer`` with ``total_steps`` 0 resolved to ``iterations * steps_per_iteration``.
+
+    So a cosine schedule spans the whole run however ``--config.iterations`` is overridden.
+    """
+    out = ConfigDict(config.optimizer.to_dict())
+    if int(out.get("total_steps", 0)) <= 0 and config.get("iterations") is not None:
+        out.total_steps = int(config.iterations) * int(config.train.steps_per_iteration)
+    return out
+
+
+def max_window(replay_config: ConfigDict) -> int:
+    """The largest window the schedule can reach (static: sizes the buffer's generation ring)."""
+    grow = int(replay_config.get("window_grow_every", 0))
+    return int(replay_config.window_max) if grow > 0 else int(replay_config.window_start)

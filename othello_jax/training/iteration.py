@@ -14,8 +14,6 @@ devices: 1, 8 or many hosts (after ``jax.distributed.initialize()``) run the sam
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -28,11 +26,12 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from ml_collections import ConfigDict
 
 from othello_jax.game import Othello
-from othello_jax.model import AlphaZeroNet, NetworkConfig, make_network
-from othello_jax.training import replay, selfplay
-from othello_jax.training.losses import l2_penalty, policy_cross_entropy, policy_entropy, value_mse, weighted_mean
-from othello_jax.training.optimizers import learning_rate_schedule, make_optimizer
+from othello_jax.model import AlphaZeroNet
+from othello_jax.training import replay
+from othello_jax.training.config import optimizer_config
+from othello_jax.training.optimizers import learning_rate_schedule
 from othello_jax.training.samples import Samples
+from othello_jax.training.sgd import make_sgd_step
 
 AXIS = "data"
 # self-play statistics that are counts (summed over lanes); the others are averaged
@@ -105,28 +104,8 @@ def state_shardings(train_state: TrainState, mesh: Mesh) -> TrainState:
 
 
 # ---------------------------------------------------------------------------------------------
-# network and state construction
+# state construction
 # ---------------------------------------------------------------------------------------------
-def network_config(config: ConfigDict) -> NetworkConfig:
-    """``config.network``: ``preset`` (tiny/small/standard/large) overridden by ``blocks``/``channels``/... if > 0."""
-    net = config.network
-    base = NetworkConfig.preset(net.preset) if net.get("preset") else NetworkConfig()
-    overrides = {f.name: net[f.name] for f in dataclasses.fields(NetworkConfig)
-                 if f.name in net and net[f.name] not in (0, None, "")}
-    return dataclasses.replace(base, **overrides)
-
-
-def optimizer_config(config: ConfigDict) -> ConfigDict:
-    """``config.optimizer`` with ``total_steps`` 0 resolved to ``iterations * steps_per_iteration``.
-
-    So a cosine schedule spans the whole run however ``--config.iterations`` is overridden.
-    """
-    out = ConfigDict(config.optimizer.to_dict())
-    if int(out.get("total_steps", 0)) <= 0 and config.get("iterations") is not None:
-        out.total_steps = int(config.iterations) * int(config.train.steps_per_iteration)
-    return out
-
-
 def init_train_state(game: Othello, net: AlphaZeroNet, optimizer: optax.GradientTransformation,
                      key: jax.Array, lanes: int, capacity: int, max_window: int, resign_init: Any,
                      mesh: Mesh) -> TrainState:
@@ -151,57 +130,6 @@ def init_train_state(game: Othello, net: AlphaZeroNet, optimizer: optax.Gradient
     return jax.jit(build, out_shardings=state_shardings(shapes, mesh))(key)
 
 
-# ---------------------------------------------------------------------------------------------
-# loss and one gradient step
-# ---------------------------------------------------------------------------------------------
-def loss_fn(params, batch_stats, net: AlphaZeroNet, game: Othello, batch: Samples,
-            loss_config: ConfigDict) -> tuple[jax.Array, tuple[Any, dict]]:
-    """value MSE + policy cross-entropy + l2 * |W|^2 - entropy_bonus * H(policy), over a flat batch.
-
-    Runs the network in training mode (batch statistics from this batch) and returns the updated
-    batch-norm running averages with a dict of per-term metrics.
-    """
-    obs = game.observation(batch.state)
-    legal = game.legal_moves(batch.state)
-    (logits, value), updates = net.apply({"params": params, "batch_stats": batch_stats}, obs,
-                                         train=True, mutable=["batch_stats"])
-    mask = batch.mask
-    value_loss = weighted_mean(value_mse(value, batch.value), mask)
-    policy_loss = weighted_mean(policy_cross_entropy(logits, batch.policy, legal), mask)
-    entropy = weighted_mean(policy_entropy(logits, legal), mask)
-    target_logp = jnp.log(jnp.maximum(batch.policy, 1e-12))
-    target_entropy = weighted_mean(-jnp.sum(batch.policy * target_logp, axis=-1), mask)
-    l2 = l2_penalty(params)
-    loss = (float(loss_config.value_weight) * value_loss + policy_loss + float(loss_config.l2) * l2
-            - float(loss_config.entropy_bonus) * entropy)
-    metrics = {
-        "loss": loss,
-        "value_loss": value_loss,
-        "policy_loss": policy_loss,
-        "policy_kl": policy_loss - target_entropy,
-        "policy_entropy": entropy,
-        "target_entropy": target_entropy,
-        "value_abs_error": weighted_mean(jnp.abs(value - batch.value), mask),
-        "l2": l2,
-    }
-    return loss, (updates.get("batch_stats", batch_stats), metrics)
-
-
-def make_sgd_step(net: AlphaZeroNet, game: Othello, optimizer: optax.GradientTransformation,
-                  loss_config: ConfigDict):
-    """``(params, batch_stats, opt_state, batch) -> (params, batch_stats, opt_state, metrics)``."""
-    grad_fn = jax.grad(loss_fn, has_aux=True)
-
-    def sgd_step(params, batch_stats, opt_state, batch: Samples):
-        grads, (batch_stats, metrics) = grad_fn(params, batch_stats, net, game, batch, loss_config)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        params = optax.apply_updates(params, updates)
-        metrics["grad_norm"] = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree.leaves(grads)))
-        return params, batch_stats, opt_state, metrics
-
-    return sgd_step
-
-
 def unroll_gradient_steps(train_config: ConfigDict) -> bool:
     """Whether to unroll the loop of gradient steps: ``train.unroll`` "auto" (on CPU), "yes" or "no".
 
@@ -217,18 +145,13 @@ def unroll_gradient_steps(train_config: ConfigDict) -> bool:
 
 
 def replay_window(replay_config: ConfigDict, iteration: jax.Array) -> jax.Array:
-    """Generations to sample from: ``window_start`` growing by one every ``window_grow_every`` iterations up to ``window_max``."""
+    """Generations to sample from: ``window_start``, growing by one every ``window_grow_every``
+    iterations up to ``window_max``."""
     start = int(replay_config.window_start)
     grow = int(replay_config.get("window_grow_every", 0))
     if grow <= 0:
         return jnp.asarray(start, jnp.int32)
     return jnp.minimum(start + iteration // grow, int(replay_config.window_max)).astype(jnp.int32)
-
-
-def max_window(replay_config: ConfigDict) -> int:
-    """The largest window the schedule can reach (static: sizes the buffer's generation ring)."""
-    grow = int(replay_config.get("window_grow_every", 0))
-    return int(replay_config.window_max) if grow > 0 else int(replay_config.window_start)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,68 +246,3 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
     replicated = NamedSharding(mesh, PartitionSpec())
     return jax.jit(iteration, in_shardings=(shardings, replicated), out_shardings=(shardings, replicated),
                    donate_argnums=0)
-
-
-# ---------------------------------------------------------------------------------------------
-# everything a run needs, from its config
-# ---------------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class Setup:
-    """The static pieces of a run: network, optimizer, mesh and replay geometry."""
-
-    game: Othello
-    net: AlphaZeroNet
-    optimizer: optax.GradientTransformation
-    mesh: Mesh
-    lanes: int
-    capacity: int  # rows per lane
-    max_window: int
-
-    @classmethod
-    def from_config(cls, config: ConfigDict, game: Othello, mesh: Mesh) -> Setup:
-        lanes = num_lanes(config, mesh)
-        capacity = -(-int(config.replay.capacity) // lanes)
-        return cls(game, make_network(game.size, network_config(config)), make_optimizer(optimizer_config(config)),
-                   mesh, lanes, capacity, max_window(config.replay))
-
-    def init_state(self, key: jax.Array, resign_init: Any) -> TrainState:
-        return init_train_state(self.game, self.net, self.optimizer, key, self.lanes, self.capacity,
-                                self.max_window, resign_init, self.mesh)
-
-    def iteration(self, config: ConfigDict, selfplay_fn: SelfPlayFn, example: TrainState):
-        return make_iteration(config, self.game, self.net, self.optimizer, selfplay_fn, self.mesh, example)
-
-
-# ---------------------------------------------------------------------------------------------
-# self-play as the iteration calls it
-# ---------------------------------------------------------------------------------------------
-def make_selfplay_fn(config: ConfigDict, setup: Setup) -> SelfPlayFn:
-    """One lane's self-play: ``config.selfplay.num_games / lanes`` games searched with ``config.search``.
-
-    Returns game and harvested positions as one flat Samples batch, with the stats as a dict.
-    """
-    games = int(config.selfplay.num_games)
-    if games % setup.lanes:
-        raise ValueError(f"selfplay.num_games={games} must be a multiple of the {setup.lanes} replay lanes")
-    lane_config = ConfigDict(config.selfplay.to_dict())
-    lane_config.num_games = games // setup.lanes
-    selfplay.check_selfplay_config(lane_config)
-    apply_fn = functools.partial(setup.net.apply, train=False)
-
-    def play(variables, key, resign):
-        out, stats, resign = selfplay.play_games(lane_config, setup.game, apply_fn, variables, key, resign,
-                                                 search_config=config.search)
-        return out.training_samples(), stats._asdict(), resign
-
-    return play
-
-
-def initial_resign_state(config: ConfigDict) -> Any:
-    """Self-play's resignation state for one lane (``Setup.init_state`` copies it to every lane)."""
-    return selfplay.initial_resign_state(config.selfplay)
-
-
-def network_evaluations(config: ConfigDict, game: Othello) -> int:
-    """Network evaluations one iteration's self-play computes (every game searched every ply)."""
-    plies = selfplay.num_plies(config.selfplay, game)
-    return plies * int(config.selfplay.num_games) * (int(config.search.num_simulations) + 1)

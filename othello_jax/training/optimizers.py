@@ -8,7 +8,8 @@ from ml_collections import ConfigDict
 
 
 def learning_rate_schedule(config: ConfigDict) -> optax.Schedule:
-    """``config.schedule``: "constant", "steps" (``boundaries``/``scales``) or "cosine" (``warmup_steps``, ``total_steps``)."""
+    """``config.schedule``: "constant", "steps" (``boundaries``/``scales``) or "cosine"
+    (``warmup_steps``, ``total_steps``)."""
     lr = float(config.learning_rate)
     kind = config.get("schedule", "constant")
     if kind == "constant":
@@ -32,7 +33,8 @@ def make_optimizer(config: ConfigDict) -> optax.GradientTransformation:
     schedule = learning_rate_schedule(config)
     name = config.get("name", "sgd")
     if name == "sgd":
-        opt = optax.sgd(schedule, momentum=float(config.get("momentum", 0.9)), nesterov=bool(config.get("nesterov", False)))
+        opt = optax.sgd(schedule, momentum=float(config.get("momentum", 0.9)),
+                        nesterov=bool(config.get("nesterov", False)))
     elif name == "adamw":
         opt = optax.adamw(schedule, weight_decay=float(config.get("weight_decay", 1e-4)))
     else:

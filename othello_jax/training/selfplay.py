@@ -85,7 +85,8 @@ def check_selfplay_config(config: ml_collections.ConfigDict) -> None:
     need(0.0 <= float(r.playout_fraction) <= 1.0, "selfplay.resign.playout_fraction must be in [0, 1]")
     need(-1.0 <= float(r.min_threshold) <= float(r.max_threshold) <= 1.0,
          "selfplay.resign thresholds must satisfy -1 <= min_threshold <= max_threshold <= 1")
-    need(0.0 < float(r.target_false_positive_rate) < 1.0, "selfplay.resign.target_false_positive_rate must be in (0, 1)")
+    need(0.0 < float(r.target_false_positive_rate) < 1.0,
+         "selfplay.resign.target_false_positive_rate must be in (0, 1)")
 
 
 def num_plies(config: ml_collections.ConfigDict, game: Othello) -> int:

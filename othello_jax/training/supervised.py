@@ -4,7 +4,7 @@ move (policy cross-entropy) and the game's result (value MSE).
 The training rows live on the device as bitboards (:mod:`othello_jax.data.expert`); each step
 samples a batch uniformly, turns it into :class:`~othello_jax.training.samples.Samples` (one-hot policy
 target), applies a random dihedral symmetry per row and takes the same gradient step as
-self-play training (:func:`othello_jax.training.iteration.make_sgd_step`). ``steps_per_call`` steps run in
+self-play training (:func:`othello_jax.training.sgd.make_sgd_step`). ``steps_per_call`` steps run in
 one compiled ``lax.scan``. :func:`run` is the whole loop: data, periodic test accuracy,
 JSON-lines metrics and orbax checkpoints that :func:`othello_jax.checkpoint.load_agent_variables`
 reads like a self-play checkpoint.
@@ -29,10 +29,11 @@ from othello_jax.data import accuracy, expert
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, init_variables, make_network
 from othello_jax.training import replay
-from othello_jax.training.iteration import make_sgd_step, network_config
+from othello_jax.training.config import network_config
 from othello_jax.training.metrics import MetricsLog
 from othello_jax.training.optimizers import learning_rate_schedule, make_optimizer
 from othello_jax.training.samples import Samples
+from othello_jax.training.sgd import make_sgd_step
 
 GAME = Othello(8)
 
@@ -93,7 +94,8 @@ def check_config(config: ConfigDict) -> None:
         (int(config.steps_per_call) >= 1, f"steps_per_call must be >= 1, got {config.steps_per_call}"),
         (int(config.eval_every) >= 0, "eval_every must be >= 0"),
         (float(config.max_minutes) >= 0, "max_minutes must be >= 0"),
-        (1977 < int(config.data.test_from_year) <= 2100, f"data.test_from_year {config.data.test_from_year} is not a year after 1977"),
+        (1977 < int(config.data.test_from_year) <= 2100,
+         f"data.test_from_year {config.data.test_from_year} is not a year after 1977"),
     ]
     for ok, message in checks:
         if not ok:

@@ -1,0 +1,166 @@
+"""``make_train``: a run's whole config resolved once into the pieces the training loop needs.
+
+    program = make_train(config, make_mesh())
+    state = program.init_state(key)
+    for iteration in range(start, config.iterations):
+        index = program.stage_index(iteration)       # which schedule stage is in force
+        step = program.compile(index, state, key)   # once per stage
+        state, metrics = step(state, key)
+
+Everything that depends on the config is decided here and nowhere else: the board, the
+network, the replay geometry (lanes, rows per lane, generation ring), the stages with each
+stage's full config, each stage's optimizer and self-play. A stage may change only what the
+compiled state can absorb (see ``config.CHANGEABLE_IN_STAGES``); the optimizer of every stage
+must have the same state layout as the first, so its moments carry over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import optax
+from jax.sharding import Mesh
+from ml_collections import ConfigDict
+
+from othello_jax import checkpoint
+from othello_jax.game import Othello
+from othello_jax.model import AlphaZeroNet, NetworkConfig, init_variables, make_network
+from othello_jax.training import selfplay
+from othello_jax.training.config import (
+    Stage,
+    check_config,
+    max_window,
+    network_config,
+    optimizer_config,
+    parse_stages,
+    stage_config,
+    stage_index,
+)
+from othello_jax.training.iteration import (
+    SelfPlayFn,
+    TrainState,
+    init_train_state,
+    make_iteration,
+    make_mesh,
+    num_lanes,
+)
+from othello_jax.training.optimizers import make_optimizer
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainProgram:
+    """A run's resolved pieces: the loop only asks it for states, stages and compiled iterations.
+
+    stage_configs[i] is the whole config in force from iteration ``stages[i][0]`` on;
+    ``optimizers[i]`` and ``selfplay_fns[i]`` are built from it.
+    """
+
+    config: ConfigDict
+    game: Othello
+    network: NetworkConfig
+    net: AlphaZeroNet
+    mesh: Mesh
+    lanes: int
+    capacity: int  # replay rows per lane
+    max_window: int  # generations the replay ring keeps (the largest window of any stage)
+    stages: tuple[Stage, ...]
+    stage_configs: tuple[ConfigDict, ...]
+    optimizers: tuple[optax.GradientTransformation, ...]
+    selfplay_fns: tuple[SelfPlayFn, ...]
+    resign_init: Any
+
+    def init_state(self, key: jax.Array) -> TrainState:
+        """Fresh network, optimizer state and empty replay buffer, placed on the mesh."""
+        return init_train_state(self.game, self.net, self.optimizers[0], key, self.lanes, self.capacity,
+                                self.max_window, self.resign_init, self.mesh)
+
+    def stage_index(self, iteration: int) -> int:
+        """Index of the stage in force at ``iteration`` (0-based count of iterations completed)."""
+        return stage_index(list(self.stages), iteration)
+
+    def iteration_fn(self, index: int, example: TrainState) -> Callable:
+        """The jitted ``(state, key) -> (state, metrics)`` of stage ``index`` (not yet compiled)."""
+        return make_iteration(self.stage_configs[index], self.game, self.net, self.optimizers[index],
+                              self.selfplay_fns[index], self.mesh, example)
+
+    def compile(self, index: int, state: TrainState, key: jax.Array) -> Callable:
+        """Stage ``index``'s iteration compiled for ``state``'s shapes and shardings."""
+        return self.iteration_fn(index, state).lower(state, key).compile()
+
+    def meta(self) -> dict:
+        """What must match for a checkpoint to resume this run (``checkpoint.COMPATIBILITY_KEYS``)."""
+        return {"format_version": checkpoint.FORMAT_VERSION, "board_size": self.game.size,
+                "network": checkpoint.network_meta(self.network), "lanes": self.lanes, "capacity": self.capacity,
+                "max_window": self.max_window}
+
+    def network_evaluations(self, index: int) -> int:
+        """Network evaluations one iteration of stage ``index`` computes (every game, every ply)."""
+        stage = self.stage_configs[index]
+        plies = selfplay.num_plies(stage.selfplay, self.game)
+        return plies * int(stage.selfplay.num_games) * (int(stage.search.num_simulations) + 1)
+
+
+def make_train(config: ConfigDict, mesh: Mesh | None = None, *, selfplay_fn: SelfPlayFn | None = None,
+               resign_init: Any = None) -> TrainProgram:
+    """Check ``config`` and resolve it into a :class:`TrainProgram` (one-line ``ValueError`` if impossible).
+
+    ``selfplay_fn`` replaces the search-based self-play in every stage (tests use a synthetic
+    one, with its own ``resign_init`` state).
+    """
+    check_config(config)
+    mesh = mesh if mesh is not None else make_mesh(int(config.num_devices))
+    game = Othello(int(config.board_size))
+    network = network_config(config)
+    net = make_network(game.size, network)
+    lanes = num_lanes(config, mesh)
+    stages = tuple(parse_stages(config.stages, config))
+    stage_configs = tuple(stage_config(config, list(stages), i) for i in range(len(stages)))
+    optimizers = tuple(make_optimizer(optimizer_config(c)) for c in stage_configs)
+    _check_optimizer_states(optimizers, stages, net, game)
+    if selfplay_fn is None:
+        selfplay_fns = tuple(make_selfplay_fn(c, game, net, lanes) for c in stage_configs)
+        resign_init = selfplay.initial_resign_state(config.selfplay)
+    else:
+        selfplay_fns = (selfplay_fn,) * len(stages)
+    return TrainProgram(
+        config=config, game=game, network=network, net=net, mesh=mesh, lanes=lanes,
+        capacity=-(-int(config.replay.capacity) // lanes),
+        max_window=max(max_window(c.replay) for c in stage_configs),
+        stages=stages, stage_configs=stage_configs, optimizers=optimizers, selfplay_fns=selfplay_fns,
+        resign_init=resign_init)
+
+
+def _check_optimizer_states(optimizers, stages, net: AlphaZeroNet, game: Othello) -> None:
+    """Every stage's optimizer must keep the first one's state layout (its moments carry over)."""
+    params = jax.eval_shape(lambda k: init_variables(net, k, game.size)["params"], jax.random.PRNGKey(0))
+    layout = jax.tree.structure(jax.eval_shape(optimizers[0].init, params))
+    for (start, pairs), optimizer in zip(stages[1:], optimizers[1:], strict=True):
+        if jax.tree.structure(jax.eval_shape(optimizer.init, params)) != layout:
+            changed = ", ".join(f"{k}={v}" for k, v in pairs if k.startswith("optimizer."))
+            raise ValueError(f"the stage at iteration {start} changes the optimizer's state ({changed}); "
+                             "a stage may change its learning rate and schedule, not its kind or clipping")
+
+
+def make_selfplay_fn(config: ConfigDict, game: Othello, net: AlphaZeroNet, lanes: int) -> SelfPlayFn:
+    """One lane's self-play: ``config.selfplay.num_games / lanes`` games searched with ``config.search``.
+
+    Returns game and harvested positions as one flat Samples batch, with the stats as a dict.
+    """
+    games = int(config.selfplay.num_games)
+    if games % lanes:
+        raise ValueError(f"selfplay.num_games={games} must be a multiple of the {lanes} replay lanes")
+    lane_config = ConfigDict(config.selfplay.to_dict())
+    lane_config.num_games = games // lanes
+    selfplay.check_selfplay_config(lane_config)
+    apply_fn = functools.partial(net.apply, train=False)
+
+    def play(variables, key, resign):
+        out, stats, resign = selfplay.play_games(lane_config, game, apply_fn, variables, key, resign,
+                                                 search_config=config.search)
+        return out.training_samples(), stats._asdict(), resign
+
+    return play

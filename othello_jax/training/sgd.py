@@ -1,0 +1,67 @@
+"""One gradient step on a batch of Samples: the AlphaZero loss and the optimizer update.
+
+Shared by self-play training (:mod:`othello_jax.training.iteration`) and supervised learning
+from expert games (:mod:`othello_jax.training.supervised`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from ml_collections import ConfigDict
+
+from othello_jax.game import Othello
+from othello_jax.model import AlphaZeroNet
+from othello_jax.training.losses import l2_penalty, policy_cross_entropy, policy_entropy, value_mse, weighted_mean
+from othello_jax.training.samples import Samples
+
+
+def loss_fn(params, batch_stats, net: AlphaZeroNet, game: Othello, batch: Samples,
+            loss_config: ConfigDict) -> tuple[jax.Array, tuple[Any, dict]]:
+    """value MSE + policy cross-entropy + l2 * |W|^2 - entropy_bonus * H(policy), over a flat batch.
+
+    Runs the network in training mode (batch statistics from this batch) and returns the updated
+    batch-norm running averages with a dict of per-term metrics.
+    """
+    obs = game.observation(batch.state)
+    legal = game.legal_moves(batch.state)
+    (logits, value), updates = net.apply({"params": params, "batch_stats": batch_stats}, obs,
+                                         train=True, mutable=["batch_stats"])
+    mask = batch.mask
+    value_loss = weighted_mean(value_mse(value, batch.value), mask)
+    policy_loss = weighted_mean(policy_cross_entropy(logits, batch.policy, legal), mask)
+    entropy = weighted_mean(policy_entropy(logits, legal), mask)
+    target_logp = jnp.log(jnp.maximum(batch.policy, 1e-12))
+    target_entropy = weighted_mean(-jnp.sum(batch.policy * target_logp, axis=-1), mask)
+    l2 = l2_penalty(params)
+    loss = (float(loss_config.value_weight) * value_loss + policy_loss + float(loss_config.l2) * l2
+            - float(loss_config.entropy_bonus) * entropy)
+    metrics = {
+        "loss": loss,
+        "value_loss": value_loss,
+        "policy_loss": policy_loss,
+        "policy_kl": policy_loss - target_entropy,
+        "policy_entropy": entropy,
+        "target_entropy": target_entropy,
+        "value_abs_error": weighted_mean(jnp.abs(value - batch.value), mask),
+        "l2": l2,
+    }
+    return loss, (updates.get("batch_stats", batch_stats), metrics)
+
+
+def make_sgd_step(net: AlphaZeroNet, game: Othello, optimizer: optax.GradientTransformation,
+                  loss_config: ConfigDict):
+    """``(params, batch_stats, opt_state, batch) -> (params, batch_stats, opt_state, metrics)``."""
+    grad_fn = jax.grad(loss_fn, has_aux=True)
+
+    def sgd_step(params, batch_stats, opt_state, batch: Samples):
+        grads, (batch_stats, metrics) = grad_fn(params, batch_stats, net, game, batch, loss_config)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        metrics["grad_norm"] = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree.leaves(grads)))
+        return params, batch_stats, opt_state, metrics
+
+    return sgd_step
