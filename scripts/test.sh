@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything into ./.venv (newest supported versions) and runs the whole test suite,
+# Installs everything into ./.venv (newest supported versions), checks the import-layer contract
+# (lint-imports) and the lint rules (ruff), and runs the whole test suite,
 # then runs the game-core tests again in ./.venv-oldest pinned to the oldest supported
 # versions (the JAX that Colab's TPU image ships). Extra arguments go to the first pytest run.
 set -euo pipefail
@@ -15,6 +16,9 @@ make_venv() {  # make_venv DIR PIP-ARGS...
 
 echo "== installing newest versions into .venv"
 make_venv .venv -e ".[dev]"
+echo "== architecture contract (lint-imports) and lint (ruff)"
+.venv/bin/lint-imports
+.venv/bin/ruff check .
 echo "== full test suite (newest versions)"
 .venv/bin/python -c "import jax, flax, mctx; print('jax', jax.__version__, 'flax', flax.__version__, 'mctx', mctx.__version__)"
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 "$@"

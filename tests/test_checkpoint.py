@@ -206,3 +206,25 @@ def test_killed_run_resumes_to_the_same_parameters(tmp_path):
     reference = [json.loads(line) for line in (straight / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in logged] == list(range(1, 13))
     np.testing.assert_allclose([r["loss"] for r in logged], [r["loss"] for r in reference], rtol=1e-5)
+
+
+def test_a_run_written_before_the_package_layout_change_resumes(tmp_path):
+    """tests/data/run_before_layout: the tiny_test config trained for 2 iterations by the code
+    before the subpackage layout (commit 1425998). It resumes, and its third iteration equals
+    that of a run trained from scratch by today's code."""
+    import shutil
+
+    from experiments.configs import tiny_test
+    from othello_jax.training import loop
+
+    config = tiny_test.get_config()
+    config.iterations = 3
+    old = tmp_path / "old"
+    shutil.copytree(Path(__file__).parent / "data" / "run_before_layout", old)
+    lines = []
+    resumed = loop.run(config, old, print_fn=lines.append)
+    assert lines[0].startswith(f"resumed {old} at iteration 2"), lines[0]
+    fresh = loop.run(config, tmp_path / "fresh", print_fn=lambda _: None)
+    timing = lambda r: {k: v for k, v in r.items() if not (k.endswith("_s") or k.endswith("_per_s"))}
+    assert resumed["iteration"] == fresh["iteration"] == 3
+    assert timing(resumed) == timing(fresh)

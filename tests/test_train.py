@@ -183,6 +183,7 @@ def test_train_command_reports_bad_input_in_one_line(capsys, tmp_path):
         ((cfg, f"--workdir={tmp_path}", "--config.train.batch_size=30", "--config.replay.lanes=4"), "multiple"),
         ((cfg, f"--workdir={tmp_path}", "--config.eval.every=1", "--config.eval.opponents=rnd"), "rnd"),
         ((cfg, f"--workdir={tmp_path}", "--config.stages=3: search.sims=8"), "names no config field"),
+        ((cfg, f"--workdir={tmp_path}", "--config.stages=2: network.blocks=3"), "cannot change mid-run"),
     ]
     for args, fragment in cases:
         code, err = run_cli(capsys, *args)
@@ -250,3 +251,75 @@ def test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled
     first = evaluation_hooks.network_player(config, program, variables, 2, name="a")
     second = evaluation_hooks.network_player(config, program, jax.tree.map(lambda x: x + 1, variables), 2, name="b")
     assert first.act_with_params is second.act_with_params  # one compiled program for every evaluation
+
+
+# ---------------------------------------------------------------------------------------------
+# stages reach what the iteration does
+# ---------------------------------------------------------------------------------------------
+def test_learning_rate_stage_changes_the_size_of_parameter_updates():
+    config = synthetic_config(steps_per_iteration=2)
+    config.stages = "2: optimizer.learning_rate=0.0"  # from the third iteration on, no step moves
+    program = synthetic_program(config, train.make_mesh(1), games=4, plies=6)
+    state = program.init_state(jax.random.PRNGKey(0))
+    moved, compiled = [], {}
+    for i in range(4):
+        index = program.stage_index(i)
+        if index not in compiled:
+            compiled = {index: program.compile(index, state, jax.random.PRNGKey(1))}
+        before = jax.device_get(state.params)
+        state, _ = compiled[index](state, jax.random.PRNGKey(10 + i))
+        after = jax.device_get(state.params)
+        moved.append(max(float(np.max(np.abs(a - b))) for a, b in zip(jax.tree.leaves(after),
+                                                                         jax.tree.leaves(before), strict=True)))
+    assert moved[0] > 1e-4 and moved[1] > 1e-4, moved
+    assert moved[2] == 0.0 and moved[3] == 0.0, moved
+    assert int(state.step) == 8  # the optimizer state (step count, moments) carried across the stage
+
+
+def test_stage_settings_that_shape_the_state_are_refused_before_training():
+    from othello_jax.training.config import check_config
+
+    config = tiny_config()
+    for stages, fragment in [("2: network.blocks=3", "network.blocks"), ("2: replay.capacity=64", "replay.capacity"),
+                             ("2: board_size=6", "board_size"), ("2: replay.lanes=2", "replay.lanes"),
+                             ("2: checkpoint.keep=1", "checkpoint.keep")]:
+        config.stages = stages
+        with pytest.raises(ValueError, match=f"{fragment}.*cannot change mid-run"):
+            check_config(config)
+    config.stages = "2: search.num_simulations=0"  # impossible values inside a stage are caught too
+    with pytest.raises(ValueError, match="num_simulations must be >= 1.*stage from iteration 2"):
+        check_config(config)
+    config.stages = "2: optimizer.name=sgd"  # adamw -> sgd changes the optimizer state's layout
+    with pytest.raises(ValueError, match="optimizer's state"):
+        make_train(config, train.make_mesh(1))
+
+
+def test_stages_reach_search_gating_and_checkpoints_in_the_loop(tmp_path):
+    from othello_jax.training import loop
+    from othello_jax.training.metrics import read_records
+
+    config = tiny_config()
+    config.iterations = 4
+    config.search.update(num_simulations=2, max_num_considered_actions=2)
+    config.selfplay.harvest.update(per_tree=2, min_visits=3)  # needs nodes with >= 3 visits
+    config.checkpoint.update(every=10, keep=4)
+    config.stages = ("1: search.num_simulations=16, search.max_num_considered_actions=4; "
+                     "2: gating.enabled=true, gating.every=1, checkpoint.every=1")
+    calls = []
+
+    def never_promote(stage, program, challenger, champion, key):
+        calls.append((jax.device_get(challenger["params"]), jax.device_get(champion["params"])))
+        return 0.0
+
+    loop.run(config, tmp_path, gate=never_promote, print_fn=lambda _: None)
+    records = read_records(tmp_path / "metrics.jsonl")
+    harvested = [r["selfplay/harvested"] for r in records]
+    # 2 simulations never visit a node 3 times; 16 do, from the stage's first iteration on
+    assert harvested[0] == 0 and all(h > 0 for h in harvested[1:]), harvested
+    # gating from the third iteration on: the gate runs every iteration and, never passed, freezes the actor
+    assert ["gate/score" in r for r in records] == [False, False, True, True]
+    (challenger3, champion3), (challenger4, champion4) = calls
+    same = lambda a, b: all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+    assert same(champion3, champion4) and not same(challenger3, challenger4) and not same(challenger4, champion4)
+    # checkpoint.every=1 from the stage on (the base config's every=10 saved nothing before it)
+    assert sorted(int(p.name) for p in (tmp_path / "checkpoints").iterdir() if p.name.isdigit()) == [3, 4]
