@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 import orbax.checkpoint as ocp
 
-from othello_jax.model import NetworkConfig, make_network
+from othello_jax.model import NetworkConfig, init_variables, make_network
 
 FORMAT_VERSION = 1
 LATEST_DIR = "checkpoints"
@@ -228,8 +227,7 @@ def load_agent_variables(path: str | Path) -> tuple[NetworkConfig, dict, int]:
         raise CheckpointError(f"checkpoint {where} has no readable metadata ({_one_line(error)})") from None
     net = make_network(size, config)
     device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-    shapes = jax.eval_shape(lambda k: net.init(k, np.zeros((1, size, size, 2), np.float32), train=False),
-                            jax.random.PRNGKey(0))
+    shapes = jax.eval_shape(lambda k: init_variables(net, k, size), jax.random.PRNGKey(0))
     target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), dict(shapes))
     target.setdefault("batch_stats", {})
     try:

@@ -11,6 +11,12 @@ import numpy as np
 from othello_jax.game import Othello
 from othello_jax.game import bitboard as bb
 
+
+def to_int(b: bb.Bitboard) -> int:
+    """An unbatched bitboard as a Python integer (host side)."""
+    return int(np.asarray(b.lo)) | (int(np.asarray(b.hi)) << 32)
+
+
 DIRS = [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]
 
 

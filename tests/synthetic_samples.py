@@ -14,6 +14,22 @@ from othello_jax.game import Othello
 from othello_jax.training.samples import Samples
 
 
+def to_lanes(samples: Samples, lanes: int) -> Samples:
+    """Self-play output with leaves ``[T, B, ...]`` (time, games) -> ``[lanes, B/lanes*T, ...]``.
+
+    Each lane gets a contiguous block of games, so a games axis sharded over devices stays local.
+    """
+    batch = samples.mask.shape[1]
+    if batch % lanes:
+        raise ValueError(f"{batch} games cannot be split evenly into {lanes} replay lanes")
+
+    def regroup(x):
+        x = jnp.moveaxis(x, 1, 0)  # [B, T, ...]
+        return x.reshape((lanes, -1) + x.shape[2:])
+
+    return jax.tree.map(regroup, samples)
+
+
 def random_positions(game: Othello, key: jax.Array, batch: int, plies: int):
     """States after ``plies`` random legal moves in ``batch`` games, stacked as ``[plies, batch]``."""
     def step(state, k):

@@ -10,7 +10,7 @@ import pytest
 from othello_jax.game import Othello, symmetry
 from othello_jax.training import replay
 from othello_jax.training.samples import Samples
-from tests.synthetic_samples import learnable_samples
+from tests.synthetic_samples import learnable_samples, to_lanes
 
 GAME = Othello(6)
 
@@ -85,13 +85,13 @@ def test_add_rejects_generations_larger_than_the_ring():
 
 def test_to_lanes_keeps_each_game_in_one_lane():
     rows = learnable_samples(GAME, jax.random.PRNGKey(0), batch=8, plies=5)  # [T=5, B=8]
-    lanes = replay.to_lanes(rows, 4)
+    lanes = to_lanes(rows, 4)
     assert lanes.mask.shape == (4, 10)
     # lane 1 holds games 2 and 3, each with its 5 plies in order
     np.testing.assert_array_equal(lanes.state.ply[1], np.concatenate([rows.state.ply[:, 2], rows.state.ply[:, 3]]))
     np.testing.assert_array_equal(lanes.state.mover.lo[1, 5:], rows.state.mover.lo[:, 3])
     with pytest.raises(ValueError, match="split evenly"):
-        replay.to_lanes(rows, 3)
+        to_lanes(rows, 3)
 
 
 def test_augment_transforms_state_and_policy_consistently():

@@ -19,6 +19,7 @@ from othello_jax.game import bitboard as bb
 from othello_jax.model import NetworkConfig, init_variables, make_network
 from othello_jax.training import supervised
 from othello_jax.training.optimizers import make_optimizer
+from tests.game_helpers import to_int
 
 GAME = Othello(8)
 
@@ -66,7 +67,7 @@ def test_augmented_batches_move_board_and_target_together(data):
     sample = jax.jit(supervised.sample_batch, static_argnums=(2, 3))
     batch = sample(one, jax.random.PRNGKey(3), 128, True)
     state = jax.tree.map(lambda x: x[0], expert.to_state(one))
-    variants = {k: (bb.to_int(s.mover), bb.to_int(s.opponent))
+    variants = {k: (to_int(s.mover), to_int(s.opponent))
                 for k in range(8) for s in [transform_state(state, k, 8)]}
     seen = set(zip(_ints(batch.state.mover), _ints(batch.state.opponent), strict=False))
     assert seen <= set(variants.values()) and len(seen) == len(set(variants.values()))  # every symmetry occurs

@@ -12,6 +12,8 @@ import pytest
 from othello_jax.data import expert, game_replay, wthor
 from othello_jax.game import Othello, format_transcript, play_transcript
 from othello_jax.game import bitboard as bb
+from tests.game_helpers import to_int
+from tests.wthor_helpers import write_games, write_players, write_tournaments
 
 GAME = Othello(8)
 
@@ -70,8 +72,8 @@ def test_batched_replay_agrees_with_sequential_transcript_replay(database):
         state, played = play_transcript(format_transcript(moves[moves >= 0]), GAME)  # inserts forced passes
         assert int(out.passes[row]) == played.count(GAME.pass_action)
         got = jax.tree.map(lambda x: x[row], out.final)
-        assert bb.to_int(got.mover) == bb.to_int(state.mover)
-        assert bb.to_int(got.opponent) == bb.to_int(state.opponent)
+        assert to_int(got.mover) == to_int(state.mover)
+        assert to_int(got.opponent) == to_int(state.opponent)
         assert int(got.color) == int(state.color) and int(got.ply) == int(state.ply)
 
 
@@ -85,7 +87,7 @@ def test_move_codes_decode_to_squares():
 def test_game_file_round_trip(tmp_path, database):
     games = _subset(database.games, slice(1000, 1100))
     path = tmp_path / "WTH_1999.wtb"
-    wthor.write_games(path, games, game_year=1999, created=datetime.date(2020, 4, 27), depth=24)
+    write_games(path, games, game_year=1999, created=datetime.date(2020, 4, 27), depth=24)
     header, back = wthor.read_games(path)
     assert header.num_games == 100 and header.game_year == 1999 and header.depth == 24
     assert header.created == datetime.date(2020, 4, 27) and header.board_size == 8
@@ -95,8 +97,8 @@ def test_game_file_round_trip(tmp_path, database):
 
 
 def test_name_files_round_trip(tmp_path, database):
-    wthor.write_players(tmp_path / "WTHOR.JOU", database.players[:50])
-    wthor.write_tournaments(tmp_path / "WTHOR.TRN", database.tournaments[:20])
+    write_players(tmp_path / "WTHOR.JOU", database.players[:50])
+    write_tournaments(tmp_path / "WTHOR.TRN", database.tournaments[:20])
     assert wthor.read_players(tmp_path / "WTHOR.JOU") == database.players[:50]
     assert wthor.read_tournaments(tmp_path / "WTHOR.TRN") == database.tournaments[:20]
 

@@ -147,40 +147,6 @@ def read_tournaments(path: str | os.PathLike) -> list[str]:
     return _read_names(path, TOURNAMENT_NAME_BYTES, "tournament names")
 
 
-def _header_bytes(num_games: int, num_names: int, game_year: int, created: datetime.date, depth: int) -> bytes:
-    h = np.zeros((), _HEADER)
-    h["century"], h["year_in_century"] = divmod(created.year, 100)
-    h["month"], h["day"] = created.month, created.day
-    h["num_games"], h["num_names"], h["game_year"] = num_games, num_names, game_year
-    h["board_size"], h["depth"] = 8, depth
-    return h.tobytes()
-
-
-def write_games(path: str | os.PathLike, games: Games, game_year: int,
-                created: datetime.date | None = None, depth: int = 0) -> None:
-    """Write game records as a ``.wtb`` file (the inverse of :func:`read_games`)."""
-    rec = np.zeros(games.num_games, _RECORD)
-    for field in ("tournament", "black", "white", "black_score", "theoretical_score", "moves"):
-        rec[field] = getattr(games, field)
-    created = created or datetime.date.today()
-    Path(path).write_bytes(_header_bytes(games.num_games, 0, game_year, created, depth) + rec.tobytes())
-
-
-def _write_names(path: str | os.PathLike, names: list[str], record_bytes: int) -> None:
-    body = b"".join(name.encode("latin-1")[:record_bytes - 1].ljust(record_bytes, b"\0") for name in names)
-    Path(path).write_bytes(_header_bytes(0, len(names), 0, datetime.date.today(), 0) + body)
-
-
-def write_players(path: str | os.PathLike, names: list[str]) -> None:
-    """Write a ``WTHOR.JOU``-style player file."""
-    _write_names(path, names, PLAYER_NAME_BYTES)
-
-
-def write_tournaments(path: str | os.PathLike, names: list[str]) -> None:
-    """Write a ``WTHOR.TRN``-style tournament file."""
-    _write_names(path, names, TOURNAMENT_NAME_BYTES)
-
-
 def decode_moves(codes: np.ndarray) -> np.ndarray:
     """Raw move bytes -> int32 action indices (row * 8 + column); 0 -> ``NO_MOVE``.
 

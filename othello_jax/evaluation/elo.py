@@ -138,11 +138,6 @@ def _check_connected(met: np.ndarray, names: list[str], anchor: str) -> None:
         raise EloError(f"players not connected to the anchor {anchor!r} by any games: {', '.join(missing)}")
 
 
-def expected_score(elo_a: float, elo_b: float) -> float:
-    """Bradley-Terry expected score of a against b."""
-    return 1.0 / (1.0 + 10.0 ** ((elo_b - elo_a) / 400.0))
-
-
 # ---------------------------------------------------------------------------------------------
 # tournaments
 # ---------------------------------------------------------------------------------------------

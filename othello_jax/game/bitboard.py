@@ -42,11 +42,6 @@ def constant(value: int, shape: tuple[int, ...] = ()) -> Bitboard:
     return Bitboard(jnp.full(shape, value & _MASK32, U32), jnp.full(shape, (value >> 32) & _MASK32, U32))
 
 
-def to_int(b: Bitboard) -> int:
-    """An unbatched bitboard as a Python integer (host side)."""
-    return int(np.asarray(b.lo)) | (int(np.asarray(b.hi)) << 32)
-
-
 def board_mask_int(size: int) -> int:
     """The squares of a size x size board (top-left of the 8x8 words) as a Python int."""
     return sum(1 << (r * 8 + c) for r in range(size) for c in range(size))

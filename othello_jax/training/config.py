@@ -26,6 +26,7 @@ from othello_jax import agents, search
 from othello_jax.game import SIZES, Othello
 from othello_jax.model import NetworkConfig
 from othello_jax.training import selfplay
+from othello_jax.training.selfplay import need as _need
 
 
 def default_config() -> ConfigDict:
@@ -84,11 +85,6 @@ def check_config(config: ConfigDict) -> None:
             _check_values(stage_config(config, stages, index))
         except ValueError as error:
             raise ValueError(f"{error} (in the stage from iteration {start})" if index else str(error)) from None
-
-
-def _need(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
 
 
 def _check_values(config: ConfigDict) -> None:

@@ -26,11 +26,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from ml_collections import ConfigDict
 
 from othello_jax.game import Othello
-from othello_jax.model import AlphaZeroNet
+from othello_jax.model import AlphaZeroNet, init_variables
 from othello_jax.training import replay
 from othello_jax.training.config import optimizer_config
 from othello_jax.training.optimizers import learning_rate_schedule
-from othello_jax.training.samples import Samples
+from othello_jax.training.samples import Samples, flatten
 from othello_jax.training.sgd import make_sgd_step
 
 AXIS = "data"
@@ -112,8 +112,7 @@ def init_train_state(game: Othello, net: AlphaZeroNet, optimizer: optax.Gradient
     """Fresh network, optimizer and empty buffer, created directly with their shardings."""
 
     def build(k):
-        dummy = jnp.zeros((1, game.size, game.size, 2), jnp.float32)
-        variables = net.init(k, dummy, train=False)
+        variables = init_variables(net, k, game.size)
         params, batch_stats = variables["params"], variables.get("batch_stats", {})
         return TrainState(
             params=params,
@@ -164,7 +163,7 @@ def lane_selfplay(selfplay_fn: SelfPlayFn, mesh: Mesh):
     """
     def per_lane(actor, key, resign):
         samples, stats, resign = selfplay_fn(actor, key, resign)
-        flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[samples.mask.ndim:]), samples)
+        flat = flatten(samples)
         return flat, stats, resign
 
     def local(actor, keys, resign):
@@ -219,7 +218,7 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
                 batch = replay.average_duplicates(batch)
             if augment:
                 batch = replay.augment(batch, augment_key, game.size)
-            batch = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch)
+            batch = flatten(batch)
             batch = jax.lax.with_sharding_constraint(batch, jax.tree.map(lambda _: batch_sharding, batch))
             params, batch_stats, opt_state, metrics = sgd_step(params, batch_stats, opt_state, batch)
             return (params, batch_stats, opt_state), metrics

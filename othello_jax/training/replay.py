@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from othello_jax.game import Othello, symmetry
-from othello_jax.training.samples import Samples
+from othello_jax.training.samples import Samples, flatten
 
 
 class ReplayBuffer(NamedTuple):
@@ -156,7 +156,7 @@ def average_duplicates(batch: Samples) -> Samples:
                              value=jnp.where(keep, value, rows.value))
 
     lead = batch.mask.shape[:-1]
-    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[len(lead):]), batch)
+    flat = flatten(batch, len(lead))
     out = jax.vmap(one)(flat)
     return jax.tree.map(lambda x: x.reshape(lead + x.shape[1:]), out)
 
@@ -165,28 +165,12 @@ def augment(batch: Samples, key: jax.Array, size: int) -> Samples:
     """Apply an independent random dihedral symmetry to every row (state and policy together)."""
     shape = batch.mask.shape
     k = jax.random.randint(key, shape, 0, symmetry.NUM_SYMMETRIES)
-    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[len(shape):]), batch)
+    flat = flatten(batch)
     flat_k = k.reshape(-1)
     state = jax.vmap(lambda s, kk: symmetry.transform_state(s, kk, size))(flat.state, flat_k)
     policy = jax.vmap(lambda p, kk: symmetry.transform_policy(p, kk, size))(flat.policy, flat_k)
     out = flat._replace(state=state, policy=policy)
     return jax.tree.map(lambda x: x.reshape(shape + x.shape[1:]), out)
-
-
-def to_lanes(samples: Samples, lanes: int) -> Samples:
-    """Self-play output with leaves ``[T, B, ...]`` (time, games) -> ``[lanes, B/lanes*T, ...]``.
-
-    Each lane gets a contiguous block of games, so a games axis sharded over devices stays local.
-    """
-    batch = samples.mask.shape[1]
-    if batch % lanes:
-        raise ValueError(f"{batch} games cannot be split evenly into {lanes} replay lanes")
-
-    def regroup(x):
-        x = jnp.moveaxis(x, 1, 0)  # [B, T, ...]
-        return x.reshape((lanes, -1) + x.shape[2:])
-
-    return jax.tree.map(regroup, samples)
 
 
 def fill_fraction(buffer: ReplayBuffer) -> jax.Array:

@@ -24,7 +24,7 @@ class Samples(NamedTuple):
     mask: jax.Array
 
 
-def flatten(samples: Samples) -> Samples:
-    """Merge all leading axes (e.g. [T, B]) into one batch axis."""
-    batch = samples.mask.shape
-    return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[len(batch):]), samples)
+def flatten(samples: Samples, leading: int | None = None) -> Samples:
+    """Merge the first ``leading`` axes (default: all batch axes, e.g. [T, B]) into one axis."""
+    n = samples.mask.ndim if leading is None else leading
+    return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[n:]), samples)

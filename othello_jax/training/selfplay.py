@@ -66,12 +66,14 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
     return c
 
 
+def need(ok: bool, message: str) -> None:
+    """Raise ``ValueError(message)`` unless ``ok``: the one-line check used by the config validators."""
+    if not ok:
+        raise ValueError(message)
+
+
 def check_selfplay_config(config: ml_collections.ConfigDict) -> None:
     """Raise a one-line ``ValueError`` naming the first impossible setting."""
-    def need(ok: bool, message: str) -> None:
-        if not ok:
-            raise ValueError(message)
-
     need(int(config.num_games) >= 1, f"selfplay.num_games must be >= 1, got {config.num_games}")
     need(int(config.max_plies) >= 0, f"selfplay.max_plies must be >= 0, got {config.max_plies}")
     need(float(config.temperature) >= 0, f"selfplay.temperature must be >= 0, got {config.temperature}")
@@ -244,7 +246,7 @@ def with_exact_values(samples: Samples, game: Othello, max_empties: int) -> Samp
     """Replace value targets of positions with <= ``max_empties`` empties by the solved result."""
     from othello_jax.solver import exact_values  # imported only when the option is on
 
-    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[samples.mask.ndim:]), samples.state)
+    flat = flatten(samples).state
     value, solved = exact_values(flat, game, max_empties)
     value = jnp.sign(value).astype(jnp.float32).reshape(samples.value.shape)
     solved = solved.reshape(samples.value.shape)
