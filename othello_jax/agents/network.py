@@ -14,6 +14,7 @@ from othello_jax.agents.base import Agent, AgentSpecError, parametric_agent
 from othello_jax.checkpoint import CheckpointError, load_agent_variables
 from othello_jax.game import Othello, State
 from othello_jax.model import NetworkConfig, init_variables, make_network
+from othello_jax.search import SearchResult
 
 
 def policy_act(apply_fn: Callable, variables: Any, states: State, key: jax.Array, game: Othello,
@@ -43,6 +44,16 @@ def playing_search_config(variant: str, sims: int):
     return config
 
 
+def search_fn(game: Othello, apply_fn: Callable, config: Any) -> Callable[[Any, State, jax.Array], SearchResult]:
+    """Jitted ``fn(variables, states, key) -> SearchResult``: ``run_search`` with fixed settings.
+
+    The one place a network and its search are compiled together (:func:`policy_fn` and
+    ``othello_jax.evaluation.analysis.Analyzer`` build on it). The variables are an argument, so
+    networks of one architecture share the compiled code.
+    """
+    return jax.jit(lambda variables, states, key: search_lib.run_search(config, apply_fn, variables, states, key, game))
+
+
 def policy_fn(game: Othello, apply_fn: Callable, sims: int = 0, search: str = "gumbel",
               temperature: float = 0.0) -> Callable[[Any, State, jax.Array], jax.Array]:
     """Jitted ``fn(variables, states, key) -> actions``: raw policy (``sims=0``) or ``search``.
@@ -54,12 +65,11 @@ def policy_fn(game: Othello, apply_fn: Callable, sims: int = 0, search: str = "g
         raise AgentSpecError(f"net needs sims >= 0 and temp >= 0, got sims={sims}, temp={temperature}")
     if sims == 0:
         return jax.jit(functools.partial(policy_act, apply_fn, game=game, temperature=float(temperature)))
-    config = playing_search_config(search, sims)
+    searched = search_fn(game, apply_fn, playing_search_config(search, sims))
 
     def act(variables: Any, states: State, key: jax.Array) -> jax.Array:
         search_key, pick_key = jax.random.split(key)
-        result = search_lib.run_search(config, apply_fn, variables, states, search_key, game)
-        return search_lib.select_action(result, temperature, pick_key)
+        return search_lib.select_action(searched(variables, states, search_key), temperature, pick_key)
 
     return jax.jit(act)
 

@@ -15,8 +15,9 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
+from othello_jax.agents.network import search_fn
 from othello_jax.game import Othello, State, batch_of_one, square_name
-from othello_jax.search import ApplyFn, SearchResult, run_search
+from othello_jax.search import ApplyFn, SearchResult
 
 
 class MoveStat(NamedTuple):
@@ -65,9 +66,7 @@ class Analyzer:
         self.game = game
         self.variables = variables
         self.search_config = ml_collections.FrozenConfigDict(search_config)
-        config = self.search_config
-        self._search: Callable[[dict, State, jax.Array], SearchResult] = jax.jit(
-            lambda variables, states, key: run_search(config, apply_fn, variables, states, key, game))
+        self._search: Callable[[dict, State, jax.Array], SearchResult] = search_fn(game, apply_fn, self.search_config)
 
     def search(self, states: State, key: jax.Array) -> SearchResult:
         """Search a batch of positions (leading axis B)."""
