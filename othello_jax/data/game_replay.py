@@ -21,7 +21,8 @@ import numpy as np
 
 from othello_jax.data.wthor import BAD_CODE, NO_MOVE
 from othello_jax.game import Othello, State
-from othello_jax.game import bitboard as bb
+from othello_jax.game.lines import LINE_OK, replay_lines
+from othello_jax.game.lines import NO_MOVE as LINE_NO_MOVE
 
 # Reasons a record is rejected (0 = fine). Order = precedence when several apply to one move.
 OK, BAD_MOVE_CODE, MOVE_AFTER_GAP, MOVE_AFTER_END, ILLEGAL_MOVE, BAD_SCORE, SCORE_MISMATCH = range(7)
@@ -46,44 +47,26 @@ class Replayed(NamedTuple):
     passes: jax.Array  # int32 [G] forced passes inserted
 
 
-def _select(flag: jax.Array, a: State, b: State) -> State:
-    return jax.tree.map(lambda x, y: jnp.where(flag, x, y), a, b)
-
-
 @functools.partial(jax.jit, static_argnums=1)
 def replay_actions(actions: jax.Array, game: Othello = Othello(8)) -> Replayed:
     """Replay ``actions`` (int32 [G, T]: square index row * 8 + col, ``NO_MOVE``, ``BAD_CODE``).
 
     Square indices are the 8x8 bitboard numbering, equal to action indices on the 8x8 board.
+    The moves before a game's first unreadable code are replayed by
+    :func:`othello_jax.game.lines.replay_lines`; the code itself is that game's problem unless
+    an earlier move already was one.
     """
-    num_games = actions.shape[0]
-    start = jax.tree.map(lambda x: jnp.broadcast_to(x, (num_games,)), game.init())
-    pass_action = jnp.full((num_games,), game.pass_action, jnp.int32)
-
-    def move(carry, inputs):
-        state, ended, error, error_move, passes = carry
-        action, index = inputs
-        present = action != NO_MOVE
-        must_pass = present & ~bb.any_set(state.legal) & ~state.terminal & (error == OK)
-        state = _select(must_pass, game.step(state, pass_action), state)
-        legal = bb.any_set(bb.square_bit(jnp.where(action >= 0, action, -1)) & state.legal)
-        problem = jnp.select(
-            [action == BAD_CODE, present & ended, present & state.terminal, present & ~legal],
-            [BAD_MOVE_CODE, MOVE_AFTER_GAP, MOVE_AFTER_END, ILLEGAL_MOVE], OK).astype(jnp.int32)
-        first = (error == OK) & (problem != OK)
-        error = jnp.where(first, problem, error)
-        error_move = jnp.where(first, index, error_move)
-        valid = present & (error == OK)
-        after = _select(valid, game.step(state, jnp.where(valid, action, 0)), state)
-        carry = (after, ended | ~present, error, error_move, passes + must_pass.astype(jnp.int32))
-        return carry, (state, valid)
-
-    init = (start, jnp.zeros(num_games, bool), jnp.zeros(num_games, jnp.int32),
-            jnp.full(num_games, -1, jnp.int32), jnp.zeros(num_games, jnp.int32))
-    steps = (jnp.swapaxes(actions, 0, 1), jnp.arange(actions.shape[1], dtype=jnp.int32))
-    (final, _, error, error_move, passes), (positions, valid) = jax.lax.scan(move, init, steps)
-    time_last = lambda x: jnp.swapaxes(x, 0, 1)
-    return Replayed(jax.tree.map(time_last, positions), time_last(valid), final, error, error_move, passes)
+    actions = jnp.asarray(actions, jnp.int32)
+    slots = jnp.arange(actions.shape[1], dtype=jnp.int32)
+    bad_at = jnp.min(jnp.where(actions == BAD_CODE, slots, actions.shape[1]), axis=1)  # T if none
+    before_bad = slots[None, :] < bad_at[:, None]
+    out = replay_lines(jnp.where(before_bad & (actions != NO_MOVE), actions, LINE_NO_MOVE), game)
+    codes = jnp.asarray([OK, MOVE_AFTER_GAP, MOVE_AFTER_END, ILLEGAL_MOVE], jnp.int32)
+    error = codes[out.error]
+    bad = (out.error == LINE_OK) & (bad_at < actions.shape[1])
+    error = jnp.where(bad, BAD_MOVE_CODE, error)
+    error_move = jnp.where(bad, bad_at, out.error_move)
+    return Replayed(out.positions, out.valid, out.final, error, error_move, out.passes)
 
 
 def final_black_discs(final: State, game: Othello = Othello(8)) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 
 from othello_jax.agents import alphabeta
 from othello_jax.game import NotationError, Othello, State, format_transcript, parse_transcript
-from othello_jax.game.lines import pad_lines
+from othello_jax.game.lines import LINE_OK, pad_lines, replay_lines_jit
 
 
 class OpeningError(ValueError):
@@ -40,40 +40,6 @@ def read_transcripts(path: str | Path) -> list[tuple[int, str]]:
     return found
 
 
-@functools.partial(jax.jit, static_argnums=1)
-def _replay(table: jax.Array, game: Othello) -> tuple[State, jax.Array, jax.Array]:
-    """Play padded lines from the start, inserting forced passes the lines leave out.
-
-    Returns (final states [M], actions actually played int32[M, 2L] padded with -1, index of
-    the first illegal move per line or -1).
-    """
-    count, width = table.shape
-    states = jax.tree.map(lambda x: jnp.broadcast_to(x, (count,) + x.shape), game.init())
-    rows = jnp.arange(count)
-
-    def body(t, carry):
-        states, pointer, played, error = carry
-        has_move = pointer < width
-        wanted = table[rows, jnp.minimum(pointer, width - 1)]
-        has_move = has_move & (wanted >= 0) & (error < 0)
-        legal = game.legal_moves(states)
-        forced_pass = legal[:, game.pass_action] & (wanted != game.pass_action)
-        action = jnp.where(forced_pass, game.pass_action, jnp.maximum(wanted, 0))
-        ok = legal[rows, action]
-        error = jnp.where(has_move & ~ok, pointer, error)
-        play = has_move & ok
-        stepped = game.step(states, action)
-        states = jax.tree.map(lambda new, old: jnp.where(play, new, old), stepped, states)
-        played = played.at[:, t].set(jnp.where(play, action, -1))
-        pointer = pointer + (play & ~forced_pass)
-        return states, pointer, played, error
-
-    init = (states, jnp.zeros(count, jnp.int32), jnp.full((count, 2 * width), -1, jnp.int32),
-            jnp.full(count, -1, jnp.int32))
-    states, _, played, error = jax.lax.fori_loop(0, 2 * width, body, init)
-    return states, played, error
-
-
 def replay(lines: Sequence[Sequence[int]], game: Othello) -> tuple[State, list[list[int]]]:
     """Start positions of the lines (batched) and the lines with forced passes written out.
 
@@ -81,18 +47,21 @@ def replay(lines: Sequence[Sequence[int]], game: Othello) -> tuple[State, list[l
     """
     if not lines:
         raise OpeningError("no openings given")
-    states, played, error = _replay(jnp.asarray(pad_lines(lines)), game)
-    error, played = np.asarray(error), np.asarray(played)
-    bad = np.flatnonzero(error >= 0)
+    out = replay_lines_jit(jnp.asarray(pad_lines(lines)), game)
+    error, error_move = np.asarray(out.error), np.asarray(out.error_move)
+    bad = np.flatnonzero(error != LINE_OK)
     if bad.size:
         row = int(bad[0])
         raise OpeningError(f"opening {row + 1} ({format_transcript(lines[row], game.size)}): move "
-                           f"{error[row] + 1} is illegal")
-    over = np.flatnonzero(np.asarray(states.terminal))
+                           f"{error_move[row] + 1} is illegal")
+    over = np.flatnonzero(np.asarray(out.final.terminal))
     if over.size:
         row = int(over[0])
         raise OpeningError(f"opening {row + 1} ({format_transcript(lines[row], game.size)}) ends the game")
-    return states, [[int(a) for a in row if a >= 0] for row in played]
+    passed = np.asarray(out.passed)
+    written = [[a for t, move in enumerate(line) for a in ([game.pass_action] if passed[row, t] else []) + [int(move)]]
+               for row, line in enumerate(lines)]
+    return out.final, written
 
 
 def load_openings(path: str | Path, game: Othello) -> list[list[int]]:

@@ -30,7 +30,7 @@ import numpy as np
 from othello_jax import search
 from othello_jax.game import BLACK, Othello, State, play_transcript
 from othello_jax.game.fusion import step_materialized
-from othello_jax.game.lines import pad_lines
+from othello_jax.game.lines import pad_lines, replay_lines
 from othello_jax.training.samples import Samples, flatten
 
 VALUE_TARGETS = ("z", "q", "zq", "lambda")
@@ -164,16 +164,8 @@ def openings_from_transcripts(transcripts: Sequence[str], game: Othello) -> np.n
 
 
 def play_openings(game: Othello, openings: jax.Array, index: jax.Array) -> State:
-    """Start states after opening rows ``openings[index]`` (-1 entries are skipped)."""
-    moves = jnp.asarray(openings, jnp.int32)[index]  # [B, L]
-    start = jax.tree.map(lambda x: jnp.broadcast_to(x, index.shape + x.shape), game.init())
-
-    def body(state, action):
-        nxt = step_materialized(game, state, jnp.maximum(action, 0))
-        return jax.tree.map(lambda a, b: jnp.where(action >= 0, a, b), nxt, state), None
-
-    state, _ = jax.lax.scan(body, start, moves.T)
-    return state
+    """Start states after opening rows ``openings[index]`` (``NO_MOVE``-padded, passes written out)."""
+    return replay_lines(jnp.asarray(openings, jnp.int32)[index], game).final
 
 
 # ---------------------------------------------------------------------------------------------
