@@ -6,6 +6,8 @@ This is the only module that knows every kind; a new kind is one entry in ``_KIN
 from __future__ import annotations
 
 import functools
+import math
+import shlex
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +16,7 @@ from othello_jax.agents.baselines import alphabeta_agent, greedy_agent, mcts_age
 from othello_jax.agents.endgame import with_exact_endgame
 from othello_jax.agents.gtp import gtp_agent
 from othello_jax.agents.network import checkpoint_agent, untrained_agent
+from othello_jax.agents.perfect import perfect_agent
 from othello_jax.game import Othello
 
 
@@ -52,9 +55,12 @@ def _as_int(key: str, value: str) -> int:
 
 def _as_float(key: str, value: str) -> float:
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
         raise AgentSpecError(f"option {key}={value!r} must be a number") from None
+    if not math.isfinite(number):  # a nan or infinite time-out or temperature means nothing
+        raise AgentSpecError(f"option {key}={value!r} must be a finite number")
+    return number
 
 
 _STR = lambda key, value: value
@@ -68,6 +74,7 @@ _KINDS: dict[str, tuple[dict[str, Callable[[str, str], Any]], str | None, Callab
     "net": ({"ckpt": _STR, "preset": _STR, "seed": _as_int, "sims": _as_int, "search": _STR, "temp": _as_float},
             "ckpt", lambda game, **o: _net_from_options(game, **o)),
     "gtp": ({"cmd": _STR, "timeout": _as_float}, "cmd", lambda game, **o: _gtp_from_options(game, **o)),
+    "perfect": ({"cache": _STR}, "cache", lambda game, cache=None: perfect_agent(game, cache)),
 }
 _COMMON = {"solve": _as_int, "solver": _STR, "name": _STR}
 
@@ -76,6 +83,8 @@ def _net_from_options(game: Othello, ckpt: str | None = None, preset: str | None
                       sims: int = 0, search: str = "gumbel", temp: float = 0.0) -> Agent:
     if bool(ckpt) == bool(preset):
         raise AgentSpecError("net needs exactly one of ckpt=PATH (a trained network) or preset=NAME (untrained)")
+    if not 0 <= seed < 2**32:  # what jax.random.PRNGKey takes without overflow or wrapping around
+        raise AgentSpecError(f"net seed must be in 0..2**32-1, got {seed}")
     options = dict(sims=sims, search=search, temperature=temp)
     if ckpt:
         return checkpoint_agent(ckpt, game, **options)
@@ -85,6 +94,10 @@ def _net_from_options(game: Othello, ckpt: str | None = None, preset: str | None
 def _gtp_from_options(game: Othello, cmd: str | None = None, timeout: float = 60.0) -> Agent:
     if not cmd:
         raise AgentSpecError('gtp needs the engine command line, e.g. gtp:cmd="edax -gtp -l 6"')
+    try:
+        shlex.split(cmd)
+    except ValueError as error:  # e.g. "No closing quotation"
+        raise AgentSpecError(f"gtp command line {cmd!r}: {error}") from None
     return gtp_agent(cmd, game, timeout=timeout)
 
 
@@ -93,7 +106,8 @@ def parse_agent(spec: str, game: Othello) -> Agent:
 
     Kinds and options: ``random``; ``greedy``; ``alphabeta:depth=D``; ``mcts:sims=S,rollouts=R,
     search=puct|gumbel``; ``net:ckpt=PATH|preset=NAME,seed=S,sims=S,search=gumbel|puct,temp=T``;
-    ``gtp:cmd="ENGINE COMMAND LINE",timeout=SECONDS``. A bare first value sets the main option
+    ``gtp:cmd="ENGINE COMMAND LINE",timeout=SECONDS``; ``perfect:cache=DIR`` (exact play, boards
+    up to 6x6, solved positions kept in DIR). A bare first value sets the main option
     (``alphabeta:4``, ``mcts:200``, ``net:runs/o8``). Every kind also takes ``solve=E`` (exact
     endgame play with at most E empties; ``solver=jax|c|auto`` picks the solver, see
     :func:`with_exact_endgame`) and ``name=TEXT`` (the name in result tables).

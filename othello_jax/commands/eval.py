@@ -6,6 +6,10 @@
 
 ``--black`` names the first player (black in the first game of every opening, white in the
 second). Agent specs are described in :func:`othello_jax.agents.parse_agent`.
+
+Against ``perfect`` (6x6) the other agent is also judged: disc loss per game against the exact
+value of each opening, the share of games keeping the game-theoretic outcome, and its share
+of optimal moves by empty squares (``--random-plies=0`` plays from the start position).
 """
 
 from __future__ import annotations
@@ -17,13 +21,18 @@ import jax
 
 from othello_jax.agents import AgentSpecError, parse_agent
 from othello_jax.agents.gtp import EngineError
+from othello_jax.agents.perfect import solved_positions
+from othello_jax.agents.specs import parse_spec
 from othello_jax.evaluation.arena import ArenaError, format_summary, match_openings, play_match
 from othello_jax.evaluation.openings import OpeningError
+from othello_jax.evaluation.perfect_play import format_report as format_perfect
+from othello_jax.evaluation.perfect_play import judge_match
 from othello_jax.game import SIZES, Othello
 
 SPEC_HELP = ("agent spec: random | greedy | alphabeta:depth=D | mcts:sims=S[,rollouts=R] | "
              "net:ckpt=PATH[,sims=S,search=gumbel|puct,temp=T] | net:preset=tiny|small|... | "
-             'gtp:cmd="ENGINE ARGS"[,timeout=SEC]; any with ,solve=E (exact play at <= E empties)')
+             'gtp:cmd="ENGINE ARGS"[,timeout=SEC] | perfect[:cache=DIR] (exact play, up to 6x6); '
+             'any with ,solve=E (exact play at <= E empties)')
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +89,12 @@ def main(argv: list[str]) -> int:
         except (ArenaError, EngineError) as error:  # engine failures, illegal moves
             return fail(str(error), code=1)
         print(format_summary(result.summary(), result.seconds, result.compile_seconds))
+        kinds = [parse_spec(spec) for spec in (args.black, args.white)]
+        if any(kind == "perfect" for kind, _ in kinds):
+            judged_first = kinds[1][0] == "perfect"  # judge the side that is not perfect (the first if both are)
+            perfect_options = kinds[1 if judged_first else 0][1]
+            positions = solved_positions(game, perfect_options.get("cache"))
+            print(format_perfect(judge_match(result, positions, first=judged_first)))
         if args.save_games:
             result.save_games(args.save_games)
             print(f"games saved to {args.save_games}")

@@ -9,6 +9,7 @@ loss of a move is the position's exact score minus the exact score after the mov
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -146,3 +147,81 @@ def format_report(report: AccuracyReport) -> str:
     for empties, (moves, keeps, loss) in sorted(report.by_empties.items(), reverse=True):
         lines.append(f"{empties:>7} {moves:>6} {keeps:>12.1%} {loss:>9.2f}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# by bands of empty squares, with 95% intervals (the test set and games against perfect play)
+# ---------------------------------------------------------------------------------------------
+GAME_BANDS = ((32, 25), (24, 17), (16, 9), (8, 1))  # 6x6 games: empties before the move, high to low
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial share (sensible at 0% and 100% too)."""
+    if trials == 0:
+        return float("nan"), float("nan")
+    p, n = successes / trials, trials
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    return low, 1.0 if successes == trials else min(1.0, centre + half)
+
+
+def mean_interval(values: np.ndarray, z: float = Z95) -> tuple[float, float, float]:
+    """(mean, low, high): the normal-approximation interval mean +- z s / sqrt(n)."""
+    values = np.asarray(values, np.float64)
+    if values.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    mean = float(values.mean())
+    half = z * float(values.std(ddof=1)) / math.sqrt(values.size) if values.size > 1 else float("inf")
+    return mean, mean - half, mean + half
+
+
+class BandLine(NamedTuple):
+    """Moves judged in one band of empties: share optimal (Wilson interval), mean disc loss
+    (normal interval)."""
+
+    moves: int
+    optimal: float
+    optimal_interval: tuple[float, float]
+    disc_loss: float
+    disc_loss_interval: tuple[float, float]
+
+
+class BandReport(NamedTuple):
+    total: BandLine
+    bands: dict[tuple[int, int], BandLine]  # (most empties, fewest) -> line
+
+
+def band_line(checks: MoveChecks, rows: np.ndarray) -> BandLine:
+    """The line for the moves at ``rows`` (a boolean mask)."""
+    loss = (checks.best - checks.achieved)[rows]
+    optimal = int((loss == 0).sum())
+    mean, low, high = mean_interval(loss)
+    share = optimal / loss.size if loss.size else float("nan")
+    return BandLine(int(loss.size), share, wilson_interval(optimal, int(loss.size)), mean, (low, high))
+
+
+def summarize_bands(checks: MoveChecks, bands=GAME_BANDS) -> BandReport:
+    """Optimal share and disc loss of judged moves, overall and per band of empties."""
+    every = np.ones(len(checks.best), bool)
+    lines = {(high, low): band_line(checks, (checks.empties <= high) & (checks.empties >= low))
+             for high, low in bands}
+    return BandReport(band_line(checks, every), lines)
+
+
+def format_bands(report: BandReport) -> str:
+    """A table: one line per band, then all moves (intervals are 95%)."""
+    rows = [f"{'empties':>8} {'moves':>6} {'optimal moves':>24} {'disc loss per move':>26}"]
+
+    def row(label: str, line: BandLine) -> str:
+        low, high = line.optimal_interval
+        loss_low, loss_high = line.disc_loss_interval
+        if not line.moves:
+            return f"{label:>8} {0:>6}"
+        return (f"{label:>8} {line.moves:>6} {line.optimal:>9.1%} [{low:>5.1%}, {high:>6.1%}] "
+                f"{line.disc_loss:>9.2f} [{loss_low:>6.2f}, {loss_high:>6.2f}]")
+
+    rows += [row(f"{high}-{low}", line) for (high, low), line in report.bands.items()]
+    rows.append(row("all", report.total))
+    return "\n".join(rows)

@@ -1,0 +1,75 @@
+"""`othello-jax testset`: an agent's score on the 6x6 perfect-play test set.
+
+    othello-jax testset --agent=alphabeta:3
+    othello-jax testset --agent="net:ckpt=runs/othello6,sims=128"
+    othello-jax testset --checkpoint=runs/othello6 --sims=128 --json
+
+The agent picks a move in every test position (one batched call, no solving): the share of
+optimal moves (95% Wilson interval) and the mean disc loss per move (95% normal interval),
+by band of empty squares. Positions with one legal move, or whose moves all have the same
+value, do not count. Make the file with `othello-jax make-testset`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import jax
+
+from othello_jax.commands import agent_options
+from othello_jax.evaluation.testset import score_agent
+from othello_jax.game import Othello
+from othello_jax.solver import testset as ts
+from othello_jax.solver.accuracy import format_bands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="othello-jax testset", description=__doc__.split("\n\n")[0])
+    agent_options.add_arguments(parser)
+    parser.add_argument("--file", help=f"test set file (default: the packaged {ts.DEFAULT_PATH.name})")
+    parser.add_argument("--batch", type=int, default=0, help="positions per agent call (default: all)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print the report as one JSON line")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+
+    def fail(message: str) -> int:
+        print(f"othello-jax testset: error: {message}", file=sys.stderr)
+        return 2
+
+    try:
+        testset = ts.load(args.file)
+    except (FileNotFoundError, ValueError, KeyError) as error:
+        return fail(str(error))
+    if args.size and args.size != testset.size:
+        return fail(f"the test set is {testset.size}x{testset.size}, not --size={args.size}")
+    args.size = testset.size
+    if args.batch < 0:
+        return fail(f"--batch must be >= 0, got {args.batch}")
+    try:
+        player = agent_options.build(args)
+        agent = player.make_agent(Othello(testset.size))
+    except (agent_options.AgentOptionError, ValueError) as error:
+        return fail(str(error))
+    act = jax.jit(agent.act) if getattr(agent, "jittable", True) else agent.act
+    begin = time.perf_counter()
+    try:
+        report = score_agent(act, testset, jax.random.key(args.seed), args.batch)
+    except ValueError as error:
+        return fail(str(error))
+    seconds = time.perf_counter() - begin
+    if args.json:
+        bands = {f"{high}-{low}": line._asdict() for (high, low), line in report.bands.items()}
+        print(json.dumps({"agent": player.name, "positions": report.total.moves, **report.total._asdict(),
+                          "bands": bands, "seconds": round(seconds, 1)}))
+        return 0
+    print(f"{player.name} on {report.total.moves} test positions ({testset.size}x{testset.size}), "
+          f"{seconds:.1f} s; intervals 95% (Wilson for shares, normal for means)")
+    print(format_bands(report))
+    return 0

@@ -1,0 +1,183 @@
+"""A fixed test set of positions with the exact value of every legal move, stored once.
+
+Scoring an agent on it costs only the agent's own move choices, never a solve: a move is
+optimal when its value equals the position's, and its disc loss is the difference. The file
+(``.npz``) holds host arrays; :func:`load` reads it and :func:`to_states` makes a batched
+:class:`~othello_jax.game.State` of its positions. Move values are the final disc difference
+for the side to move after that move under perfect play (FFO convention, empties to the
+winner); ``NO_VALUE`` marks the actions that are not legal.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from othello_jax.game import Othello, State
+from othello_jax.game import bitboard as bb
+from othello_jax.solver import c_solver
+from othello_jax.solver.host import bitboards_u64, count_empties, resolve_backend, solve_many
+
+NO_VALUE = -128  # an illegal action's entry in ``values``
+DEFAULT_PATH = Path(__file__).with_name("data") / "testset6.npz"
+FORMAT_VERSION = 1
+
+
+class TestSet(NamedTuple):
+    """Positions (one row each) and the exact values of their moves, all numpy arrays.
+
+    mover, opponent: uint64 bitboards (square = row * 8 + col); color, passed, ply: as in
+    :class:`~othello_jax.game.State`; empties: empty squares; best: the position's exact
+    value; values: int8[P, num_actions], each legal action's exact value, ``NO_VALUE`` elsewhere.
+    """
+
+    __test__ = False  # not a pytest class
+
+    size: int
+    mover: np.ndarray
+    opponent: np.ndarray
+    color: np.ndarray
+    passed: np.ndarray
+    ply: np.ndarray
+    empties: np.ndarray
+    best: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.mover)
+
+    def take(self, rows: np.ndarray | Sequence[int]) -> TestSet:
+        """The positions at ``rows`` (same order)."""
+        rows = np.asarray(rows, np.int64)
+        return TestSet(self.size, *(np.asarray(x)[rows] for x in self[1:]))
+
+
+def _bitboard(u64: np.ndarray) -> bb.Bitboard:
+    u64 = np.asarray(u64, np.uint64)
+    lo = (u64 & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    return bb.Bitboard(jnp.asarray(lo), jnp.asarray((u64 >> np.uint64(32)).astype(np.uint32)))
+
+
+def to_states(testset: TestSet) -> State:
+    """The test positions as one batched state for agents."""
+    game = Othello(testset.size)
+    return game.from_discs(_bitboard(testset.mover), _bitboard(testset.opponent), jnp.asarray(testset.color),
+                           jnp.asarray(testset.passed), jnp.asarray(testset.ply))
+
+
+def _c_move_values(size: int, positions: Sequence[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """(action, exact value) of every placement of each (mover, opponent) position, C solver.
+
+    Runs in worker processes: plain integers in and out, one table per process (siblings
+    solved one after the other share it).
+    """
+    lib, solver = c_solver.library(), c_solver.solver_for(size)
+    board = bb.board_mask_int(size)
+    out = []
+    for mover, opponent in positions:
+        legal, found = lib.oj_legal(mover, opponent, board), []
+        for square in range(64):
+            if legal >> square & 1:
+                flipped = lib.oj_flips(mover, opponent, square)
+                score = solver.solve(opponent & ~flipped, mover | flipped | (1 << square))[0]
+                found.append(((square // 8) * size + square % 8, -score))
+        out.append(found)
+    return out
+
+
+def solver_pool(workers: int) -> Executor | None:
+    """Processes for :func:`move_values` (None for one worker); spawned, since JAX threads
+    and fork do not mix. Close it (``with``) when done."""
+    if workers <= 1:
+        return None
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+def move_values(states: State, game: Othello, backend: str = "auto", pool: Executor | None = None,
+                workers: int = 1) -> np.ndarray:
+    """Exact value of every legal action of each position: int8[B, num_actions], ``NO_VALUE``
+    where illegal (a forced pass gets the value of the position after it).
+
+    With a ``pool`` of ``workers`` processes (see :func:`solver_pool`) the C solver runs in
+    them; the result does not depend on it.
+    """
+    states = jax.tree.map(np.asarray, states)
+    count = len(states.ply)
+    legal = np.asarray(game.legal_moves(states))
+    values = np.full((count, game.num_actions), NO_VALUE, np.int8)
+    if count == 0:
+        return values
+    if resolve_backend(backend) == "c":
+        pairs = list(zip(bitboards_u64(states.mover).tolist(), bitboards_u64(states.opponent).tolist(), strict=True))
+        workers = workers if pool is not None else 1
+        chunks = [pairs[i::workers] for i in range(workers)]
+        if pool is not None:
+            solved = list(pool.map(_c_move_values, [game.size] * workers, chunks))
+        else:
+            solved = [_c_move_values(game.size, chunks[0])]
+        for start, rows in enumerate(solved):
+            for offset, found in enumerate(rows):
+                for action, value in found:
+                    values[start + offset * workers, action] = value
+        passes = legal[:, game.pass_action]
+        if passes.any():  # a forced pass: the position after it, from the other side
+            rows = np.flatnonzero(passes)
+            child = jax.jit(game.step)(jax.tree.map(lambda x: x[rows], states), jnp.full(len(rows), game.pass_action))
+            values[rows, game.pass_action] = -solve_many(child, game, "c")[0]
+        return values
+    rows, actions = np.nonzero(legal)
+    children = jax.jit(game.step)(jax.tree.map(lambda x: x[rows], states), jnp.asarray(actions, jnp.int32))
+    values[rows, actions] = -solve_many(children, game, "jax")[0]
+    return values
+
+
+def build(states: State, game: Othello, backend: str = "auto", pool: Executor | None = None,
+          workers: int = 1) -> TestSet:
+    """Solve every move of the (host or device) positions into a test set."""
+    states = jax.tree.map(np.asarray, states)
+    values = move_values(states, game, backend, pool, workers)
+    best = np.where(values == NO_VALUE, -127, values.astype(np.int16)).max(axis=1).astype(np.int8)
+    return TestSet(game.size, bitboards_u64(states.mover), bitboards_u64(states.opponent),
+                   states.color.astype(np.int8), states.passed.astype(bool), states.ply.astype(np.int16),
+                   np.asarray(count_empties(states, game)).astype(np.int8), best, values)
+
+
+def informative(testset: TestSet) -> np.ndarray:
+    """Rows worth scoring: at least two legal moves that do not all have the same value."""
+    legal = testset.values != NO_VALUE
+    worst = np.where(legal, testset.values, 127).min(axis=1)
+    return (legal.sum(axis=1) >= 2) & (worst < testset.best)
+
+
+def to_bytes(testset: TestSet) -> bytes:
+    """The ``.npz`` file's bytes (deterministic: the same test set gives the same bytes)."""
+    buffer = io.BytesIO()
+    arrays = {name: np.asarray(value) for name, value in testset._asdict().items()}
+    np.savez_compressed(buffer, format_version=np.int32(FORMAT_VERSION), **arrays)
+    return buffer.getvalue()
+
+
+def save(testset: TestSet, path: str | os.PathLike) -> None:
+    """Write the test set as an ``.npz`` file (see :func:`to_bytes`)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_bytes(to_bytes(testset))
+
+
+def load(path: str | os.PathLike | None = None) -> TestSet:
+    """Read a test set (default: the 6x6 set shipped with the package)."""
+    path = Path(path) if path is not None else DEFAULT_PATH
+    if not path.is_file():
+        raise FileNotFoundError(f"test set not found: {path} (make it with `othello-jax make-testset`)")
+    with np.load(path) as data:
+        if int(data["format_version"]) != FORMAT_VERSION:
+            raise ValueError(f"{path.name}: test set format {int(data['format_version'])}, expected {FORMAT_VERSION}")
+        return TestSet(int(data["size"]), *(data[name] for name in TestSet._fields[1:]))
