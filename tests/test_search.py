@@ -1,4 +1,7 @@
-"""mctx search over real Othello states: masks at every depth, value signs, terminals, targets."""
+"""Search over real Othello states: masks at every depth, value signs, terminals, targets.
+
+(That the lockstep engine builds the trees of mctx's public policies: test_search_engine.py.)
+"""
 
 from __future__ import annotations
 
@@ -224,45 +227,6 @@ def test_terminal_positions_in_and_at_the_root(variant):
     q = np.asarray(result.q)[b, np.asarray(tree.action_from_parent)[b, n]]
     np.testing.assert_allclose(q, -np.asarray(sign))
     assert (np.asarray(result.policy_target)[len(late):] == 0).all()
-
-
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_batched_backward_builds_identical_trees(variant):
-    game = Othello(4)
-    states = pick_positions(game, random_positions(4), BATCH, want_pass=True)
-    with search.mctx_backward(True) as swapped:
-        assert swapped, "mctx's backward should be replaceable in the installed mctx"
-    fast = run(deterministic(variant), game, states)
-    slow = run(config(variant, batched_backward=False, gumbel_scale=0.0, dirichlet_fraction=0.0), game, states)
-    for a, b in zip(jax.tree.leaves(fast), jax.tree.leaves(slow), strict=False):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    assert np.asarray(fast.tree.node_visits)[:, 0].min() == SIMS + 1
-    from mctx._src import search as mctx_search
-    assert mctx_search.backward is not search.batched_backward  # restored after tracing
-
-
-@pytest.mark.parametrize("max_depth", [0, 2])
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_faster_mctx_internals_build_the_trees_of_plain_mctx(variant, max_depth):
-    """Lockstep tree walk + batched backup == mctx's own, bit for bit, with root noise and depth cut-offs."""
-    game = Othello(6)
-    states = pick_positions(game, random_positions(6), BATCH, want_pass=True)
-    with search.mctx_simulate(True) as swapped:
-        assert swapped, "mctx's simulate should be replaceable in the installed mctx"
-    fast = run(config(variant, max_depth=max_depth), game, states, key=3)
-    plain = run(config(variant, max_depth=max_depth, batched_simulate=False, batched_backward=False), game, states,
-                key=3)
-    for a, b in zip(jax.tree.leaves(fast), jax.tree.leaves(plain), strict=False):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    parents = np.asarray(fast.tree.parents)
-    depth = np.zeros(parents.shape, int)
-    for node in range(1, parents.shape[1]):  # a node's parent was expanded before it
-        depth[:, node] = np.where(parents[:, node] >= 0, depth[np.arange(len(parents)), parents[:, node]] + 1, 0)
-    assert depth.max() >= 2, "the trees grew"
-    if max_depth:
-        assert depth.max() <= max_depth
-    from mctx._src import search as mctx_search
-    assert mctx_search.simulate is not search.batched_simulate  # restored after tracing
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -1,4 +1,4 @@
-"""Monte-Carlo tree search over real Othello states with mctx, variants chosen by name.
+"""Monte-Carlo tree search over real Othello states, variants chosen by name.
 
 One entry point serves self-play and the playing agents::
 
@@ -13,16 +13,24 @@ finished game gets ``reward`` = the final result for the player who made it and 
 0``, and terminal nodes are worth 0. Illegal actions get a vanishing prior at every node, not
 only at the root (mctx masks only the root itself). A new variant is one function plus one
 entry in ``VARIANTS`` (:mod:`othello_jax.search.variants`).
+
+The search engine (``config.engine``) is the project's own batched search by default: all trees
+walk, expand and back up in lockstep (:mod:`~othello_jax.search.lockstep`) over an ``mctx.Tree``
+(:mod:`~othello_jax.search.tree`), with mctx's public selection functions
+(:mod:`~othello_jax.search.policies`); ``"mctx"`` runs mctx's public policies instead. Both build
+the same trees. Only mctx's public API is used (ruff bans its private modules).
 """
 
 from othello_jax.search.config import check_search_config, default_search_config
-from othello_jax.search.lockstep import batched_backward, batched_simulate, faster_mctx, mctx_backward, mctx_simulate
+from othello_jax.search.lockstep import search, simulate
 from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn, mask_logits
+from othello_jax.search.policies import gumbel_muzero_policy, muzero_policy
 from othello_jax.search.run import SearchResult, run_search, select_action
-from othello_jax.search.variants import VARIANTS, VariantOutput, dirichlet_noise
+from othello_jax.search.tree import TREE_UPDATES
+from othello_jax.search.variants import ENGINES, VARIANTS, VariantOutput, dirichlet_noise
 
 __all__ = [
-    "VARIANTS", "ApplyFn", "SearchResult", "VariantOutput", "batched_backward", "batched_simulate",
-    "check_search_config", "default_search_config", "dirichlet_noise", "evaluate", "faster_mctx",
-    "make_recurrent_fn", "mask_logits", "mctx_backward", "mctx_simulate", "run_search", "select_action",
+    "ENGINES", "TREE_UPDATES", "VARIANTS", "ApplyFn", "SearchResult", "VariantOutput", "check_search_config",
+    "default_search_config", "dirichlet_noise", "evaluate", "gumbel_muzero_policy", "make_recurrent_fn",
+    "mask_logits", "muzero_policy", "run_search", "search", "select_action", "simulate",
 ]

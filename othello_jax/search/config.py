@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ml_collections
 
-from othello_jax.search.variants import VARIANTS
+from othello_jax.search.tree import TREE_UPDATES
+from othello_jax.search.variants import ENGINES, VARIANTS
 
 
 def default_search_config() -> ml_collections.ConfigDict:
@@ -14,8 +15,8 @@ def default_search_config() -> ml_collections.ConfigDict:
     config.num_simulations = 32
     config.max_depth = 0  # 0: no limit beyond the number of simulations
     config.symmetry = False  # evaluate the network on a random dihedral transform per position
-    config.batched_backward = True  # mctx's backup with O(B) updates per level (same trees, faster)
-    config.batched_simulate = True  # mctx's tree walk in lockstep, one selection per level (same trees, faster)
+    config.engine = "lockstep"  # the project's batched search; "mctx": mctx's public policies (same trees, slower)
+    config.tree_updates = "scatter"  # lockstep tree writes: "scatter" (CPU/GPU) or "select" (one-hot, for TPU)
     # gumbel
     config.max_num_considered_actions = 16
     config.gumbel_scale = 1.0
@@ -35,6 +36,10 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
     """Raise a one-line ``ValueError`` naming the first impossible setting."""
     if config.variant not in VARIANTS:
         raise ValueError(f"unknown search variant {config.variant!r}; choose from {', '.join(sorted(VARIANTS))}")
+    if config.engine not in ENGINES:
+        raise ValueError(f"unknown search engine {config.engine!r}; choose from {', '.join(ENGINES)}")
+    if config.tree_updates not in TREE_UPDATES:
+        raise ValueError(f"unknown search tree_updates {config.tree_updates!r}; choose from {', '.join(TREE_UPDATES)}")
     if int(config.num_simulations) < 1:
         raise ValueError(f"search num_simulations must be >= 1, got {config.num_simulations}")
     if int(config.max_depth) < 0:

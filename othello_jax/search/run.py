@@ -11,7 +11,6 @@ import ml_collections
 
 from othello_jax.game import Othello, State
 from othello_jax.search.config import check_search_config
-from othello_jax.search.lockstep import faster_mctx
 from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn
 from othello_jax.search.variants import VARIANTS
 
@@ -52,8 +51,7 @@ def run_search(config: ml_collections.ConfigDict, apply_fn: ApplyFn, variables: 
     root = mctx.RootFnOutput(prior_logits=logits, value=jnp.where(states.terminal, 0.0, value),
                              embedding=states)
     recurrent_fn = make_recurrent_fn(apply_fn, game, symmetry)
-    with faster_mctx(config):
-        out = VARIANTS[config.variant](config, variables, search_key, root, recurrent_fn, ~legal)
+    out = VARIANTS[config.variant](config, variables, search_key, root, recurrent_fn, ~legal)
     tree = out.tree
     summary = tree.summary()
     visits = tree.children_visits[:, 0]

@@ -1,4 +1,9 @@
-"""Search variants by name: Gumbel MuZero and AlphaZero PUCT over mctx; a new variant is one entry in ``VARIANTS``."""
+"""Search variants by name: Gumbel MuZero and AlphaZero PUCT; a new variant is one entry in ``VARIANTS``.
+
+Each runs on the engine ``config.engine`` names: ``"lockstep"`` (the project's batched search,
+:mod:`othello_jax.search.policies`) or ``"mctx"`` (mctx's public policies, unmodified); both
+build the same trees (tested).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,10 @@ import jax.numpy as jnp
 import mctx
 import ml_collections
 
+from othello_jax.search import policies
 from othello_jax.search.network import mask_logits
+
+ENGINES = ("lockstep", "mctx")
 
 
 class VariantOutput(NamedTuple):
@@ -38,7 +46,11 @@ def _max_depth(config: ml_collections.ConfigDict) -> int | None:
 
 def _gumbel(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
     """Gumbel MuZero: sequential halving at the root; target = improved policy."""
-    out = mctx.gumbel_muzero_policy(
+    if config.engine == "mctx":
+        policy = mctx.gumbel_muzero_policy
+    else:
+        policy = functools.partial(policies.gumbel_muzero_policy, updates=str(config.tree_updates))
+    out = policy(
         variables, key, root, recurrent_fn,
         num_simulations=int(config.num_simulations),
         invalid_actions=invalid,
@@ -67,12 +79,16 @@ def _puct(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
     noise = dirichlet_noise(noise_key, legal, float(config.dirichlet_alpha_scale))
     probs = (1.0 - fraction) * jax.nn.softmax(root.prior_logits) + fraction * noise
     root = root.replace(prior_logits=mask_logits(jnp.log(jnp.maximum(probs, 1e-30)), legal))
-    out = mctx.muzero_policy(
+    if config.engine == "mctx":
+        policy = functools.partial(mctx.muzero_policy, dirichlet_fraction=0.0)  # noise added above
+    else:
+        policy = functools.partial(policies.muzero_policy, updates=str(config.tree_updates))
+    out = policy(
         variables, search_key, root, recurrent_fn,
         num_simulations=int(config.num_simulations),
         invalid_actions=invalid,
         max_depth=_max_depth(config),
-        dirichlet_fraction=0.0,  # noise added above, with a per-root alpha
+        qtransform=mctx.qtransform_by_parent_and_siblings,
         pb_c_init=float(config.pb_c_init),
         pb_c_base=float(config.pb_c_base),
     )

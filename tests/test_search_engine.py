@@ -1,0 +1,116 @@
+"""The project's lockstep search engine builds the trees of mctx's public policies, bit for bit."""
+
+from __future__ import annotations
+
+import pathlib
+
+import jax
+import numpy as np
+import pytest
+
+from othello_jax import search
+from othello_jax.game import Othello
+from tests.test_search import BATCH, SIMS, config, pick_positions, random_positions, run, take
+
+VARIANTS = sorted(search.VARIANTS)
+
+
+def late_positions(size: int = 4, count: int = BATCH):
+    """Non-terminal positions with few empties: games end inside the trees (and some roots pass)."""
+    game = Othello(size)
+    states = random_positions(size, games=64, seed=3)
+    empties = game.num_squares - np.asarray(game.observation(states)).sum(axis=(1, 2, 3))
+    late = np.nonzero(~np.asarray(states.terminal) & (empties <= 5) & (empties >= 3))[0]
+    return game, take(states, late[np.linspace(0, len(late) - 1, count).astype(int)])
+
+
+def passing_positions(size: int = 6):
+    """A spread of 6x6 positions, about half of them with a forced pass at the root."""
+    game = Othello(size)
+    return game, pick_positions(game, random_positions(size), BATCH, want_pass=True)
+
+
+POSITIONS = {"passes": passing_positions, "late": late_positions}
+
+
+def depths(tree) -> np.ndarray:
+    """Each node's depth ([B, N]); nodes are created after their parents, so one pass suffices."""
+    parents = np.asarray(tree.parents)
+    depth = np.zeros(parents.shape, int)
+    rows = np.arange(len(parents))
+    for node in range(1, parents.shape[1]):
+        depth[:, node] = np.where(parents[:, node] >= 0, depth[rows, np.maximum(parents[:, node], 0)] + 1, 0)
+    return depth
+
+
+def assert_same_results(a, b):
+    """Every field of two SearchResults, the whole tree included, is equal."""
+    paths = jax.tree_util.tree_flatten_with_path(a)[0]
+    for (path, x), y in zip(paths, jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=jax.tree_util.keystr(path))
+
+
+@pytest.mark.parametrize("positions", sorted(POSITIONS))
+@pytest.mark.parametrize("max_depth", [0, 2])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_lockstep_engine_builds_the_trees_of_public_mctx(variant, max_depth, positions):
+    """With root noise (Gumbel / Dirichlet), depth cut-offs, passes and game ends inside the trees:
+    the tree (every field), the action and the policy target equal mctx's, exactly."""
+    game, states = POSITIONS[positions]()
+    c = config(variant, max_depth=max_depth)
+    assert c.engine == "lockstep" and c.tree_updates == "scatter"  # the defaults
+    ours = run(c, game, states, key=3)
+    plain = run(config(variant, max_depth=max_depth, engine="mctx"), game, states, key=3)
+    assert_same_results(ours, plain)
+    tree = ours.tree
+    depth = depths(tree)
+    visited = np.asarray(tree.node_visits) > 0
+    assert (np.asarray(tree.node_visits)[:, 0] == SIMS + 1).all()
+    assert depth.max() >= 2, "the trees grew"
+    if max_depth:
+        assert depth.max() <= max_depth
+        # the cut-off re-evaluated nodes instead of adding new ones
+        assert (visited.sum(-1) < SIMS + 1).any()
+    if positions == "passes":
+        assert (np.asarray(tree.action_from_parent)[visited & (depth > 0)] == game.pass_action).any()
+    else:
+        terminal = np.asarray(tree.embeddings.terminal) & visited
+        assert (terminal & (depth >= 2)).any(), "games end below the root's children"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_select_updates_build_the_same_trees(variant):
+    """One-hot/select tree writes (for TPUs) build exactly the trees of scatters and of mctx."""
+    game, states = passing_positions()
+    select = run(config(variant, max_depth=2, tree_updates="select"), game, states, key=3)
+    plain = run(config(variant, max_depth=2, engine="mctx"), game, states, key=3)
+    assert_same_results(select, plain)
+    game, states = late_positions()
+    select = run(config(variant, tree_updates="select"), game, states, key=5)
+    scatter = run(config(variant), game, states, key=5)
+    assert_same_results(select, scatter)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_expansion_keys_match_mctx(variant):
+    """With random symmetries the network's input depends on the expansion key: still equal trees."""
+    game, states = passing_positions()
+    ours = run(config(variant, symmetry=True), game, states, key=7)
+    plain = run(config(variant, symmetry=True, engine="mctx"), game, states, key=7)
+    assert_same_results(ours, plain)
+
+
+def test_engine_settings_are_validated():
+    with pytest.raises(ValueError, match="unknown search engine 'fast'; choose from lockstep, mctx"):
+        search.check_search_config(config("gumbel", engine="fast"))
+    with pytest.raises(ValueError, match="unknown search tree_updates 'gather'; choose from scatter, select"):
+        search.check_search_config(config("gumbel", tree_updates="gather"))
+
+
+def test_no_private_mctx_anywhere():
+    """The project uses mctx's public API only (ruff's banned-api rule enforces it too)."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    private = "mctx." + "_src"
+    offenders = [str(path.relative_to(root)) for folder in ("othello_jax", "experiments", "tests", "scripts")
+                 for path in (root / folder).rglob("*.py") if private in path.read_text()]
+    assert not offenders, offenders
