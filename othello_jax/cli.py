@@ -12,7 +12,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, summary)
     "bench-env": ("experiments.bench_env", "environment steps/s of othello_jax vs pgx"),
-    "bench-selfplay": ("experiments.bench_selfplay", "mctx search and self-play moves/s: othello_jax vs pgx states"),
+    "bench-selfplay": ("experiments.bench_selfplay", "search speed: this engine vs plain mctx vs the pgx setting"),
     "play": ("othello_jax.commands.play", "play a game against a checkpoint or agent in the terminal"),
     "engine": ("othello_jax.commands.engine", "serve a checkpoint or agent as a GTP engine on stdin/stdout"),
     "analyze": ("othello_jax.commands.analyze", "a network's policy, value and search visits for a position"),
