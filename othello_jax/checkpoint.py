@@ -10,15 +10,19 @@ needs), ``train`` (the rest of the training state and the rng key) and ``meta`` 
 size, network shape, counters, the run's config, evaluation results). orbax writes to a
 temporary directory and renames it when complete, so a run killed at any moment leaves only
 whole checkpoints. A checkpoint that cannot be read, or that does not fit the current
-settings, raises :class:`CheckpointError` with a one-line message and nothing is deleted.
+settings, raises :class:`CheckpointError` with a one-line message and nothing is deleted. So
+does a workdir that cannot be written (probed when :class:`Checkpoints` opens it) and a save
+that fails (a full or read-only disk): the checkpoints written before it stay intact.
 
 Other modules load a trained network with :func:`load_agent_variables`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +62,24 @@ def _quiet_orbax() -> None:
         logger.setLevel(logging.ERROR)
 
 
+def probe_writable(workdir: str | Path) -> None:
+    """Create ``workdir`` and write, flush and delete a small file there; :class:`CheckpointError` if that fails."""
+    workdir = Path(workdir)
+    probe = workdir / f".write-probe-{os.getpid()}"
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            with probe.open("wb") as f:
+                f.write(b"\0" * 4096)
+                f.flush()
+                os.fsync(f.fileno())
+        finally:
+            probe.unlink(missing_ok=True)
+    except OSError as error:
+        raise CheckpointError(f"workdir {workdir} is not writable ({_one_line(error)}); nothing was trained "
+                              "or changed: free some space or choose another --workdir") from None
+
+
 def _manager(directory: Path, keep: int | None, async_save: bool, read_only: bool = False) -> ocp.CheckpointManager:
     options = ocp.CheckpointManagerOptions(
         max_to_keep=keep, create=not read_only, read_only=read_only,
@@ -75,6 +97,7 @@ class Checkpoints:
             raise ValueError(f"checkpoint keep must be >= 1, got {keep}")
         _quiet_orbax()
         self.workdir = Path(workdir)
+        probe_writable(self.workdir)
         self.latest = _manager(self.workdir / LATEST_DIR, keep, async_save)
         self.best = _manager(self.workdir / BEST_DIR, 1, async_save)
 
@@ -91,25 +114,46 @@ class Checkpoints:
         """Save a training state (a ``train.TrainState``) with its rng key and JSON ``meta``."""
         variables, rest = _split(train_state, key, save_buffer)
         meta = dict(meta, format_version=FORMAT_VERSION, buffer_saved=bool(save_buffer), step=int(step))
-        self.latest.save(int(step), args=ocp.args.Composite(
-            variables=ocp.args.StandardSave(variables), train=ocp.args.StandardSave(rest),
-            meta=ocp.args.JsonSave(meta)))
+        with self._saving(LATEST_DIR):
+            self.latest.save(int(step), args=ocp.args.Composite(
+                variables=ocp.args.StandardSave(variables), train=ocp.args.StandardSave(rest),
+                meta=ocp.args.JsonSave(meta)))
 
     def save_best(self, step: int, variables: dict, meta: dict) -> None:
         """Keep ``variables`` as the best network so far (replacing the previous best)."""
         meta = dict(meta, format_version=FORMAT_VERSION, step=int(step))
-        self.best.save(int(step), args=ocp.args.Composite(
-            variables=ocp.args.StandardSave(variables), meta=ocp.args.JsonSave(meta)), force=True)
+        with self._saving(BEST_DIR):
+            self.best.save(int(step), args=ocp.args.Composite(
+                variables=ocp.args.StandardSave(variables), meta=ocp.args.JsonSave(meta)), force=True)
 
     def wait(self) -> None:
-        """Block until background writes are on disk."""
-        self.latest.wait_until_finished()
-        self.best.wait_until_finished()
+        """Block until background writes are on disk (:class:`CheckpointError` if one failed)."""
+        with self._saving(LATEST_DIR):
+            self.latest.wait_until_finished()
+            self.best.wait_until_finished()
 
     def close(self) -> None:
-        self.wait()
-        self.latest.close()
-        self.best.close()
+        """Finish background writes (:class:`CheckpointError` if one failed) and release the managers."""
+        with self._saving(LATEST_DIR):
+            try:
+                self.latest.close()  # waits for its background writes first
+            finally:
+                self.best.close()
+
+    @contextlib.contextmanager
+    def _saving(self, name: str):
+        """Turn a failed write (here or, for an earlier async save, found now) into a one-line error."""
+        try:
+            yield
+        except Exception as error:  # orbax and tensorstore raise many kinds (OSError, ValueError, ...)
+            # an async save's error surfaces at a later call: name the directory, not a step
+            directory = self.workdir / name
+            # listed from the disk: orbax raises the stored error again from its own queries
+            intact = sorted(int(p.name) for p in directory.iterdir() if p.is_dir() and p.name.isdigit()) \
+                if directory.is_dir() else []
+            raise CheckpointError(f"saving a checkpoint in {directory} failed ({_one_line(_root_cause(error))}); "
+                                  f"the checkpoints {intact or '(none)'} on disk are intact: free some space "
+                                  "or fix the disk, then resume") from error
 
     # ---- restoring ------------------------------------------------------------------------
     def read_meta(self, step: int) -> dict:
@@ -152,6 +196,17 @@ class Checkpoints:
         if not others:
             return "no other checkpoint was touched"
         return f"other checkpoints {others} are intact: move this one away or resume from one of them"
+
+
+def _root_cause(error: BaseException) -> BaseException:
+    """The innermost ``OSError`` in an exception's chain (what the disk said), else the error itself."""
+    seen, node = set(), error
+    while node is not None and id(node) not in seen:
+        if isinstance(node, OSError):
+            return node
+        seen.add(id(node))
+        node = node.__cause__ or node.__context__
+    return error
 
 
 def _split(train_state: Any, key: jax.Array, with_buffer: bool) -> tuple[dict, dict]:
