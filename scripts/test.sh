@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # Installs everything into ./.venv (newest supported versions), checks the import-layer contract
 # (lint-imports) and the lint rules (ruff), and runs the whole test suite,
-# then runs the game-core tests again in ./.venv-oldest pinned to the oldest supported
-# versions (the JAX that Colab's TPU image ships). Extra arguments go to the first pytest run.
+# then the Colab-image leg: ./.venv-colab on Python 3.13 with the versions Colab's image ships
+# (the oldest the project supports) installed first and the project on top without upgrading
+# them, running the notebooks (which train a tiny run), the game-core tests and the fuzz tests.
+# Extra arguments go to the first pytest run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
+# the Colab-image leg's interpreter (checked first, so a missing one fails before the long run)
+COLAB_PYTHON="${COLAB_PYTHON:-/root/.pyenv/versions/3.13.0/bin/python3.13}"
+if ! [ -x "$COLAB_PYTHON" ]; then
+  echo "error: the Colab-image leg needs Python 3.13 at $COLAB_PYTHON (pyenv install 3.13.0, or set COLAB_PYTHON)" >&2
+  exit 1
+fi
 
 make_venv() {  # make_venv DIR PIP-ARGS...
   local dir=$1; shift
@@ -23,10 +31,45 @@ echo "== full test suite (newest versions)"
 .venv/bin/python -c "import jax, flax, mctx; print('jax', jax.__version__, 'flax', flax.__version__, 'mctx', mctx.__version__)"
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 "$@"
 
-echo "== installing oldest supported versions into .venv-oldest"
-make_venv .venv-oldest "jax==0.7.2" "jaxlib==0.7.2" "flax==0.11.2" numpy pytest hypothesis pgx rust-reversi
-echo "== game-core tests (oldest supported versions)"
-.venv-oldest/bin/python -c "import jax, flax; print('jax', jax.__version__, 'flax', flax.__version__)"
-core_tests=$(grep -l "pytestmark = pytest.mark.core" tests/test_*.py)
+# ---- the Colab-image leg ----------------------------------------------------------------------
+# Colab's image today: Python 3.13 with these pins. The project goes on top with the first five held
+# (constraints), as `pip install othello-jax` would on Colab; pip may upgrade chex (mctx needs a newer
+# one), as it does there. The versions it ends with are printed below.
+COLAB_PINS=("jax==0.7.2" "jaxlib==0.7.2" "flax==0.11.2" "optax==0.2.8" "orbax-checkpoint==0.12.4" "chex==0.1.90")
+echo "== installing Colab's versions (Python 3.13, ${COLAB_PINS[*]}) into .venv-colab"
+colab_held=$(mktemp); colab_before=$(mktemp)
+trap 'rm -f "$colab_held" "$colab_before"' EXIT
+if [ -x .venv-colab/bin/python ]; then
+  echo "(reusing .venv-colab, made earlier with Colab's versions; delete it to install them afresh)"
+else
+  "$COLAB_PYTHON" -m venv .venv-colab
+  .venv-colab/bin/python -m pip install -q --upgrade pip
+  .venv-colab/bin/python -m pip install -q "${COLAB_PINS[@]}"
+fi
+.venv-colab/bin/python -m pip freeze > "$colab_before"
+printf '%s\n' "${COLAB_PINS[@]:0:5}" > "$colab_held"  # all but chex: never upgraded
+.venv-colab/bin/python -m pip install -q -c "$colab_held" -e ".[dev]"
+.venv-colab/bin/python - "$colab_before" <<'PY'
+import sys
+from importlib.metadata import distributions
+before = dict(line.strip().split("==", 1) for line in open(sys.argv[1]) if "==" in line)
+changed = [f"{name} {before[name]} -> {d.version}" for d in distributions()
+           if (name := d.metadata["Name"]) in before and before[name] != d.version]
+print("installing the project changed:", ", ".join(sorted(changed)) or "nothing already installed")
+PY
+echo "== notebooks, a short training run, game-core and fuzz tests (Colab's versions)"
+.venv-colab/bin/python - <<'PY'
+import sys
+from importlib.metadata import version
+print("python", sys.version.split()[0], *(f"{p} {version(p)}" for p in
+      ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "chex", "mctx")))
+PY
+core_tests=$(grep -l "pytestmark = pytest.mark.core" tests/test_*.py | grep -v tests/test_lines.py)
+# The notebooks train the tiny_test config (train, resume from the Drive mirror, evaluate), play and
+# serve the GTP engine. Skipped here (the newest-versions run above has them, and the leg must stay
+# short: they take ~6 of its minutes on this 2-core machine): the cross-checks of the rules against
+# reference implementations (perft counts, pgx, rust-reversi, the pure-Python reference, the line
+# replayer's), which test game logic, not the versions, and every test that is not game core.
 # shellcheck disable=SC2086
-.venv-oldest/bin/python -m pytest -q -p no:cacheprovider $core_tests
+.venv-colab/bin/python -m pytest -q -p no:cacheprovider --durations=8 tests/test_notebooks.py tests/test_fuzz_*.py \
+  $core_tests -k "not perft and not reference and not pgx and not rust_reversi"

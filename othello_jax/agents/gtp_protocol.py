@@ -12,8 +12,9 @@ from othello_jax.game import NotationError, parse_square, square_name
 PROTOCOL_VERSION = "2"
 
 
-class GtpError(Exception):
-    """A command failed; the message becomes the ``?`` response text."""
+class GtpError(ValueError):
+    """A command failed; the message becomes the ``?`` response text. A ``ValueError``, like the
+    project's other errors for bad input (``NotationError``, ``AgentSpecError``)."""
 
 
 class GtpCommand(NamedTuple):
@@ -34,7 +35,7 @@ def parse_command(line: str) -> GtpCommand | None:
     if not words:
         return None
     command_id = ""
-    if words[0].isdigit():
+    if words[0].isascii() and words[0].isdigit():  # ids are ASCII digits ('²'.isdigit() is true)
         command_id, words = words[0], words[1:]
     if not words:
         return GtpCommand(command_id, "", ())

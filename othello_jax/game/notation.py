@@ -46,7 +46,8 @@ def parse_square(text: str, size: int = 8) -> int:
     if not match:
         raise NotationError(f"{text!r} is not a square (expected a letter and a number, like d3) or 'pass'")
     col = ord(match.group(1)) - ord("a")
-    row = int(match.group(2)) - 1
+    digits = match.group(2).lstrip("0")
+    row = int(digits) - 1 if 0 < len(digits) <= 3 else -1  # past int()'s digit limit is off the board too
     if not (0 <= col < size and 0 <= row < size):
         last = chr(ord("a") + size - 1)
         raise NotationError(f"square {text!r} is off the {size}x{size} board (a1..{last}{size})")

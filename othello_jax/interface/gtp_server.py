@@ -104,11 +104,12 @@ class GtpEngine:
 
     def _boardsize(self, args: tuple[str, ...]) -> str:
         _expect(args, 1, "boardsize SIZE")
-        if not args[0].isdigit():
+        if not (args[0].isascii() and args[0].isdigit()):
             raise GtpError(f"syntax error: board size {args[0]!r} is not a number")
-        size = int(args[0])
+        size = int(args[0]) if len(args[0]) <= 4 else -1  # no int() of a 5000-digit string
         if size not in self.sizes:
-            raise GtpError(f"unacceptable size: {size} (this engine plays {', '.join(map(str, self.sizes))})")
+            shown = args[0] if len(args[0]) <= 4 else args[0][:4] + "..."
+            raise GtpError(f"unacceptable size: {shown} (this engine plays {', '.join(map(str, self.sizes))})")
         try:
             self._agent(Othello(size))
         except ValueError as error:  # the agent cannot play this size

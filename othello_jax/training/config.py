@@ -141,8 +141,11 @@ def parse_stages(text: str, config: ConfigDict) -> list[Stage]:
     stages: list[Stage] = [(0, ())]
     for chunk in filter(None, (part.strip() for part in str(text or "").split(";"))):
         head, sep, body = chunk.partition(":")
-        if not sep or not head.strip().isdigit():
+        head = head.strip()
+        if not sep or not (head.isascii() and head.isdigit()):  # '²'.isdigit() is true, int('²') fails
             raise ValueError(f"stage {chunk!r} must look like 'ITERATION: key=value, ...'")
+        if len(head) > 9:  # beyond any run's length (and int()'s 4300-digit limit)
+            raise ValueError(f"stage iteration {head[:9]}... is too large")
         pairs = []
         for item in filter(None, (p.strip() for p in body.split(","))):
             key, eq, value = item.partition("=")
@@ -178,10 +181,14 @@ def _convert(value: str, like):
         if value.lower() not in ("true", "false", "1", "0"):
             raise ValueError(f"expected true/false, got {value!r}")
         return value.lower() in ("true", "1")
-    if isinstance(like, int):
-        return int(value)
-    if isinstance(like, float):
-        return float(value)
+    try:
+        if isinstance(like, int):
+            return int(value)
+        if isinstance(like, float):
+            return float(value)
+    except ValueError:  # int()'s own message ("invalid literal for int() with base 10") names no setting
+        kind = "an integer" if isinstance(like, int) else "a number"
+        raise ValueError(f"expected {kind}, got {value if len(value) <= 20 else value[:20] + '...'!r}") from None
     return value
 
 
