@@ -182,7 +182,6 @@ again after a disconnect resumes** from the last checkpoint."""),
         new_code_cell(parameters(f'''
 WORKDIR = "/content/runs/othello"  # local run directory (fast disk)
 DRIVE_MIRROR = "/content/drive/MyDrive/othello-jax/runs/othello"  # "" to keep the run local only
-MIRROR_EVERY_MINUTES = 5
 CONFIG = "auto"  # "auto" picks by platform, or a file name in experiments/configs/ (e.g. "othello6_cpu")
 OVERRIDES = {{}}  # any setting, e.g. {{"iterations": 200, "search.num_simulations": 64}}
 if TEST_MODE:
@@ -239,15 +238,17 @@ if DRIVE_MIRROR.startswith("/content/drive"):
 if DRIVE_MIRROR and workdir_mirror.restore(DRIVE_MIRROR, WORKDIR):
     print(f"restored {WORKDIR} from {DRIVE_MIRROR}")
 '''),
-        new_markdown_cell("## Train\n\nOne progress line per iteration. Interrupting is safe: run "
-                          "this cell again to resume from the last checkpoint."),
+        new_markdown_cell("## Train\n\nOne progress line per iteration. Every checkpoint is copied to "
+                          "Drive as soon as it is written (a recycled runtime gets no warning). Interrupting "
+                          "is safe: the iteration in flight finishes and is saved; run this cell again to "
+                          "resume."),
         new_code_cell('''from othello_jax.training import loop
 
-printer = print
-if DRIVE_MIRROR:
-    printer = workdir_mirror.mirroring_printer(WORKDIR, DRIVE_MIRROR, every_s=60 * MIRROR_EVERY_MINUTES)
+on_checkpoint = workdir_mirror.checkpoint_hook(WORKDIR, DRIVE_MIRROR) if DRIVE_MIRROR else None
 try:
-    last = loop.run(config, WORKDIR, print_fn=printer)
+    last = loop.run(config, WORKDIR, on_checkpoint=on_checkpoint)
+except loop.TrainingInterrupted as stop:
+    print(stop)
 finally:
     if DRIVE_MIRROR:
         print(f"mirrored {workdir_mirror.sync(WORKDIR, DRIVE_MIRROR)} changed files to {DRIVE_MIRROR}")

@@ -2,7 +2,8 @@
 # Installs othello-jax into ./.venv, trains the 6x6 laptop config (about 30 minutes on a
 # 2-core CPU; re-running resumes), then plays the trained agent (with search) against the
 # random, greedy and alpha-beta depth-3 baselines, both colours, and draws the curves.
-# Set WORKDIR or CONFIG to change where and what it trains.
+# Set WORKDIR or CONFIG to change where and what it trains. If training is stopped (SIGTERM,
+# Ctrl-C) it exits with status 75 after a checkpoint, without evaluating: run it again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -17,7 +18,13 @@ SIMS="${SIMS:-128}"
 cli=.venv/bin/othello-jax
 
 echo "== training $CONFIG into $WORKDIR"
-"$cli" train --config="$CONFIG" --workdir="$WORKDIR"
+status=0
+"$cli" train --config="$CONFIG" --workdir="$WORKDIR" || status=$?
+if [ "$status" -eq 75 ]; then  # stopped by a signal after a checkpoint: the run is not finished
+  echo "== training stopped before the end (checkpoint saved); run $0 again to resume, then evaluate" >&2
+  exit 75
+fi
+[ "$status" -eq 0 ] || exit "$status"
 "$cli" plot "$WORKDIR"
 
 size=$(.venv/bin/python -c "import runpy; print(runpy.run_path('$CONFIG')['get_config']().board_size)")

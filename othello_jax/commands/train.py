@@ -3,6 +3,10 @@
 The config file is an ml_collections file with ``get_config()`` (see ``experiments/configs/``);
 any setting can be overridden on the command line, e.g. ``--config.search.variant=puct``.
 Running the same command again resumes from the workdir's last checkpoint.
+
+Exit status: 0 when the run is complete (or ``max_minutes`` ran out), 2 on bad input or a
+storage fault (one line on stderr), 75 (``EX_TEMPFAIL``) when a SIGTERM or SIGINT stopped it
+after a checkpoint (run the same command again to resume), 130 when a second signal aborted it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from pathlib import Path
 from absl import flags
 from ml_collections import config_flags
 
+EXIT_INTERRUPTED = 75  # EX_TEMPFAIL: stopped early and checkpointed; try again later to resume
 USAGE = "usage: othello-jax train --config=experiments/configs/othello6_cpu.py --workdir=DIR [--config.x.y=VALUE ...]"
 
 
@@ -48,18 +53,20 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0
     from othello_jax.checkpoint import CheckpointError
+    from othello_jax.training.loop import TrainingInterrupted, run
 
     try:
         config, workdir = parse(argv)
-        from othello_jax.training.loop import run
-
         run(config, workdir)
+    except TrainingInterrupted as stop:
+        print(f"othello-jax train: {stop}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (ValueError, CheckpointError, FileNotFoundError, OSError) as error:
         print(f"othello-jax train: error: {str(error).splitlines()[0] if str(error) else type(error).__name__}",
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("othello-jax train: interrupted; run the same command to resume from the last checkpoint",
+        print("othello-jax train: aborted; run the same command to resume from the last checkpoint",
               file=sys.stderr)
         return 130
     return 0

@@ -37,7 +37,10 @@ def default_config() -> ConfigDict:
     c.iterations = 100
     c.max_minutes = 0.0  # stop (and checkpoint) after this much training time; 0 = no limit
     c.num_devices = 0  # 0 = all devices (of all hosts)
-    c.distributed = False  # call jax.distributed.initialize() first (multi-host TPU)
+    # several processes (hosts) training one run: jax.distributed.initialize() with these settings;
+    # "" / 0 / -1 = from $JAX_COORDINATOR_ADDRESS, $JAX_NUM_PROCESSES, $JAX_PROCESS_ID, or detected
+    # (TPU slices, SLURM, ...). Started when `enabled` or a coordinator address is given (docs/multihost.md)
+    c.distributed = ConfigDict(dict(enabled=False, coordinator_address="", num_processes=0, process_id=-1))
 
     # preset, then any field > 0 (or non-empty) overrides it
     c.network = ConfigDict(dict(preset="small", blocks=0, channels=0, value_hidden=0, dtype=""))
@@ -69,7 +72,8 @@ def default_config() -> ConfigDict:
     # opponents: agent specs (see othello_jax.agents.parse_agent) separated by spaces
     c.eval = ConfigDict(dict(every=0, games=64, opponents="random greedy alphabeta:depth=3",
                              num_simulations=0, best_metric="mean"))
-    c.checkpoint = ConfigDict(dict(every=5, keep=3, save_buffer=True))
+    # every `every` iterations, and also when `every_minutes` have passed since the last one (0 = off)
+    c.checkpoint = ConfigDict(dict(every=5, every_minutes=10.0, keep=3, save_buffer=True))
     return c
 
 
@@ -98,7 +102,10 @@ def _check_values(config: ConfigDict) -> None:
     _need(int(config.replay.window_max) >= int(config.replay.window_start),
           "replay.window_max must be >= replay.window_start")
     _need(int(config.checkpoint.every) >= 1, "checkpoint.every must be >= 1")
+    _need(float(config.checkpoint.every_minutes) >= 0, "checkpoint.every_minutes must be >= 0 (0 = off)")
     _need(int(config.checkpoint.keep) >= 1, "checkpoint.keep must be >= 1")
+    _need(int(config.distributed.num_processes) >= 0, "distributed.num_processes must be >= 0 (0 = from the env)")
+    _need(int(config.distributed.process_id) >= -1, "distributed.process_id must be >= 0 (-1 = from the env)")
     _need(int(config.eval.every) >= 0, "eval.every must be >= 0 (0 = never)")
     _need(0.0 < float(config.gating.threshold) <= 1.0, "gating.threshold must be in (0, 1]")
     _need(not config.gating.enabled or int(config.gating.every) >= 1, "gating.every must be >= 1")
@@ -123,7 +130,7 @@ Stage = tuple[int, tuple[tuple[str, str], ...]]
 CHANGEABLE_IN_STAGES = (
     "search.", "selfplay.", "loss.", "train.", "optimizer.", "eval.", "gating.",
     "replay.window_start", "replay.window_max", "replay.window_grow_every", "replay.augment",
-    "replay.average_duplicates", "checkpoint.every", "checkpoint.save_buffer",
+    "replay.average_duplicates", "checkpoint.every", "checkpoint.every_minutes", "checkpoint.save_buffer",
 )
 
 

@@ -8,17 +8,29 @@ The config is resolved once by :func:`~othello_jax.training.program.make_train`;
 happens inside its compiled iterations (one per schedule stage). This loop only fetches the
 scalar metrics once per iteration, writes them, prints progress, evaluates, gates and saves
 checkpoints. Running it again on the same workdir resumes from the last checkpoint.
+
+A SIGTERM or SIGINT (a preempted VM, a recycled runtime, Ctrl-C) lets the iteration in flight
+finish (a compiled iteration cannot be interrupted), writes a checkpoint and raises
+:class:`TrainingInterrupted`; a second signal aborts at once. With several processes
+(``config.distributed``), every process stops at the same iteration: SIGTERM goes through
+JAX's preemption sync point, SIGINT and the clock-based decisions (``max_minutes``,
+``checkpoint.every_minutes``) through process 0.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import NamedSharding, PartitionSpec
 from ml_collections import ConfigDict
 
 from othello_jax import checkpoint
@@ -30,31 +42,57 @@ from othello_jax.training.program import TrainProgram, make_train
 Evaluator = Callable[[ConfigDict, TrainProgram, dict, jax.Array], dict]
 # a gate: (stage config, program, challenger variables, champion variables, key) -> challenger's score
 Gate = Callable[[ConfigDict, TrainProgram, dict, dict, jax.Array], float]
+# called with the iteration of each checkpoint once it is on disk (e.g. to copy the run elsewhere)
+CheckpointHook = Callable[[int], None]
+
+
+class TrainingInterrupted(Exception):
+    """A signal stopped the run after a checkpoint; ``str()`` is a one-line message saying where."""
+
+    def __init__(self, message: str, iteration: int, reason: str):
+        super().__init__(message)
+        self.iteration = iteration
+        self.reason = reason
 
 
 def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None = None,
-        gate: Gate | None = None, print_fn: Callable[[str], None] = print) -> dict:
+        gate: Gate | None = None, print_fn: Callable[[str], None] = print,
+        on_checkpoint: CheckpointHook | None = None) -> dict:
     """Train the run described by ``config`` in ``workdir`` (resuming if it has checkpoints).
 
     Returns the last iteration's metrics record. Every setting is read from the config of the
     stage in force. ``evaluator`` (every ``eval.every`` iterations) and ``gate`` (every
     ``gating.every`` iterations when gating is on) default to the arena matches of
-    :mod:`othello_jax.training.arena_hooks`.
+    :mod:`othello_jax.training.arena_hooks`. ``on_checkpoint(iteration)`` runs after each
+    checkpoint is on disk (saves then wait for it). Raises :class:`TrainingInterrupted` after a
+    SIGTERM or SIGINT, once the checkpoint is written; an unwritable workdir or a failed save
+    raises :class:`~othello_jax.checkpoint.CheckpointError` (one line; earlier checkpoints intact).
     """
     session_start = time.perf_counter()
-    evaluator = evaluator or arena_hooks.evaluate_against_baselines
-    gate = gate or arena_hooks.gate_against_champion
-    if config.distributed:
-        jax.distributed.initialize()
+    initialize_distributed(config.distributed)
+    multi = jax.process_count() > 1
+    signals = StopSignals(sigterm=not multi)  # several processes: JAX's preemption service has SIGTERM
+    try:
+        return _train(config, Path(workdir), evaluator or arena_hooks.evaluate_against_baselines,
+                      gate or arena_hooks.gate_against_champion, print_fn, on_checkpoint, signals, session_start)
+    finally:
+        signals.restore()
+
+
+def _train(config: ConfigDict, workdir: Path, evaluator: Evaluator, gate: Gate, print_fn: Callable[[str], None],
+           on_checkpoint: CheckpointHook | None, signals: StopSignals, session_start: float) -> dict:
+    """The body of :func:`run`, with the stop signals already caught."""
     program = make_train(config)
-    workdir = Path(workdir)
     primary = jax.process_index() == 0
+    multi = jax.process_count() > 1
     say = print_fn if primary else (lambda _: None)
 
     # a fresh state, or the workdir's last checkpoint
+    ckpts = checkpoint.Checkpoints(workdir, keep=int(config.checkpoint.keep))  # probes the workdir first
     init_key, key = jax.random.split(jax.random.PRNGKey(int(config.seed)))
     state = program.init_state(init_key)
-    ckpts = checkpoint.Checkpoints(workdir, keep=int(config.checkpoint.keep))
+    if multi:  # the key is one global array, replicated on every process's devices
+        key = jax.device_put(key, NamedSharding(program.mesh, PartitionSpec()))
     expect = program.meta()
     elapsed, evaluations, best = 0.0, [], None
     if ckpts.latest_step() is not None:
@@ -76,13 +114,20 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
     progress = Progress(total)
     compiled: dict[int, Callable] = {}
     record: dict = {}
-    say(f"training {workdir}: {program.game.size}x{program.game.size}, {jax.device_count()} device(s), "
+    processes = f", {jax.process_count()} processes" if multi else ""
+    say(f"training {workdir}: {program.game.size}x{program.game.size}, {jax.device_count()} device(s){processes}, "
         f"{program.lanes} lane(s), network {program.network}")
+
+    saved = {"iteration": start if ckpts.latest_step() == start else None, "at": time.monotonic()}
 
     def save(iteration: int, stage: ConfigDict) -> None:
         meta = dict(expect, iteration=iteration, elapsed_s=elapsed, evaluation=evaluations, best_score=best,
                     config=json.loads(config.to_json_best_effort()))
         ckpts.save(iteration, state, key, meta, save_buffer=bool(stage.checkpoint.save_buffer))
+        saved.update(iteration=iteration, at=time.monotonic())
+        if on_checkpoint is not None:
+            ckpts.wait()
+            on_checkpoint(iteration)
 
     elapsed += time.perf_counter() - session_start  # setup, compilation of nothing yet, restore
     try:
@@ -100,6 +145,18 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
                 say(f"compiled stage {index} (from iteration {program.stages[index][0]}, "
                     f"{int(stage.search.num_simulations)} simulations) in {compile_s:.1f}s")
 
+            # a stop signal (here or on any process): checkpoint what is done and stop
+            reason = _agreed_stop(signals.received, iteration, multi)
+            if reason is not None:
+                elapsed += time.perf_counter() - lap
+                if saved["iteration"] != iteration:
+                    save(iteration, stage)
+                ckpts.wait()
+                where = workdir / checkpoint.LATEST_DIR / str(iteration)
+                raise TrainingInterrupted(
+                    f"stopped by {reason} after iteration {iteration} of {total}; checkpoint {where} saved; "
+                    "run the same command again to resume", iteration, reason)
+
             # one iteration: self-play, replay, gradient steps
             key, step_key = jax.random.split(key)
             t0 = time.perf_counter()
@@ -113,13 +170,17 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
                           evaluations_per_s=program.network_evaluations(index) / seconds,
                           simulations=int(stage.search.num_simulations))
 
-            # gating and evaluation
+            # gating and evaluation (the clock's decisions are process 0's, so every process agrees)
             out_of_time = budget > 0 and elapsed + (time.perf_counter() - lap) >= budget
+            minutes = float(stage.checkpoint.every_minutes)
+            save_due = minutes > 0 and time.monotonic() - saved["at"] >= 60.0 * minutes
+            if multi:
+                out_of_time, save_due = _from_process_zero(out_of_time, save_due)
             last = done == total or out_of_time  # the final iteration is always evaluated and saved
             if stage.gating.enabled and done % int(stage.gating.every) == 0:
-                state, record["gate/score"] = _gate(stage, program, state, gate, jax.random.fold_in(key, 1))
+                state, record["gate/score"] = _gate(stage, program, state, gate, jax.random.fold_in(key, 1), multi)
             if int(stage.eval.every) and (done % int(stage.eval.every) == 0 or last):
-                scores = _evaluate(stage, program, state, evaluator, jax.random.fold_in(key, 2))
+                scores = _evaluate(stage, program, state, evaluator, jax.random.fold_in(key, 2), multi)
                 record.update(scores)
                 evaluations.append(dict(scores, iteration=done))
                 score = _best_score(record, str(stage.eval.best_metric))
@@ -135,7 +196,7 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
                 log.write(record)
             eta = progress.eta(done, seconds, budget - elapsed if budget > 0 else None)
             say(progress.line(record, eta))
-            if done % int(stage.checkpoint.every) == 0 or last:
+            if done % int(stage.checkpoint.every) == 0 or last or save_due:
                 save(done, stage)
             if out_of_time:
                 say(f"stopping after {format_duration(elapsed)}: max_minutes={config.max_minutes} reached")
@@ -145,6 +206,80 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
     return record
 
 
+# ---------------------------------------------------------------------------------------------
+# stopping: signals, preemption, several processes
+# ---------------------------------------------------------------------------------------------
+class StopSignals:
+    """Records the first SIGINT/SIGTERM instead of dying; a second one raises ``KeyboardInterrupt``.
+
+    Installed only from the main thread (elsewhere Python cannot handle signals); ``restore()``
+    puts the previous handlers back.
+    """
+
+    def __init__(self, sigterm: bool = True):
+        self.received: str | None = None
+        self._previous: dict[int, object] = {}
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM) if sigterm else (signal.SIGINT,):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame) -> None:
+        if self.received is not None:
+            raise KeyboardInterrupt
+        self.received = signal.Signals(signum).name
+
+    def restore(self) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+        self._previous.clear()
+
+
+def _agreed_stop(received: str | None, iteration: int, multi: bool) -> str | None:
+    """Why to stop before ``iteration``, the same on every process; None to go on.
+
+    One process: the signal received. Several: JAX's preemption sync point (a SIGTERM on any
+    host, agreed at the same iteration everywhere) or a signal received by any process.
+    """
+    if not multi:
+        return received
+    if multihost_utils.reached_preemption_sync_point(iteration):
+        return "preemption (SIGTERM)"
+    flags = np.asarray(multihost_utils.process_allgather(np.int32(received is not None)))
+    return "a signal to one of the processes" if flags.any() else None
+
+
+def _from_process_zero(*flags: bool) -> tuple[bool, ...]:
+    """Process 0's values of ``flags`` on every process (decisions taken by one clock)."""
+    values = multihost_utils.broadcast_one_to_all(np.asarray(flags, np.int32))
+    return tuple(bool(v) for v in np.asarray(values))
+
+
+def initialize_distributed(settings: ConfigDict) -> None:
+    """``jax.distributed.initialize`` from ``config.distributed`` or the environment, when asked for.
+
+    Starts when ``settings.enabled``, or a coordinator address is set in the config or in
+    ``$JAX_COORDINATOR_ADDRESS``. The process count and id come from the config, else from
+    ``$JAX_NUM_PROCESSES`` / ``$JAX_PROCESS_ID``, else JAX detects them (TPU slices, SLURM, ...).
+    Does nothing when already initialized. CPU processes exchange gradients through gloo.
+    """
+    address = str(settings.coordinator_address or os.environ.get("JAX_COORDINATOR_ADDRESS", ""))
+    if not (settings.enabled or address) or jax.distributed.is_initialized():
+        return
+    count = int(settings.num_processes) or int(os.environ.get("JAX_NUM_PROCESSES", 0)) or None
+    index = int(settings.process_id)
+    if index < 0:
+        index = int(os.environ["JAX_PROCESS_ID"]) if os.environ.get("JAX_PROCESS_ID") else None
+    try:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")  # CPU collectives across processes
+    except (AttributeError, ValueError):  # pragma: no cover - a JAX without the option
+        pass
+    try:
+        jax.distributed.initialize(coordinator_address=address or None, num_processes=count, process_id=index)
+    except (RuntimeError, ValueError, TypeError) as error:
+        raise ValueError(f"jax.distributed.initialize failed: {str(error).splitlines()[0]}") from None
+
+
 def _best_score(record: dict, metric: str) -> float | None:
     scores = {k: v for k, v in record.items() if k.startswith("eval/") and v is not None}
     if not scores:
@@ -152,15 +287,21 @@ def _best_score(record: dict, metric: str) -> float | None:
     return float(np.mean(list(scores.values()))) if metric == "mean" else scores.get(f"eval/{metric}")
 
 
-def _evaluate(stage: ConfigDict, program: TrainProgram, state, evaluator: Evaluator, key: jax.Array) -> dict:
-    variables = {"params": state.params, "batch_stats": state.batch_stats}
-    return {k: float(v) for k, v in evaluator(stage, program, variables, key).items()}
+def _local(tree, multi: bool):
+    """With several processes, host copies of replicated global arrays (matches run on each host)."""
+    return jax.tree.map(np.asarray, tree) if multi else tree
 
 
-def _gate(stage: ConfigDict, program: TrainProgram, state, gate: Gate, key: jax.Array):
+def _evaluate(stage: ConfigDict, program: TrainProgram, state, evaluator: Evaluator, key: jax.Array,
+              multi: bool = False) -> dict:
+    variables = _local({"params": state.params, "batch_stats": state.batch_stats}, multi)
+    return {k: float(v) for k, v in evaluator(stage, program, variables, _local(key, multi)).items()}
+
+
+def _gate(stage: ConfigDict, program: TrainProgram, state, gate: Gate, key: jax.Array, multi: bool = False):
     """Promote the latest network to self-play actor if it beats the champion often enough."""
     latest = {"params": state.params, "batch_stats": state.batch_stats}
-    score = float(gate(stage, program, latest, state.actor, key))
+    score = float(gate(stage, program, _local(latest, multi), _local(state.actor, multi), _local(key, multi)))
     if score >= float(stage.gating.threshold):
         state = state._replace(actor=jax.tree.map(lambda x: x.copy(), latest))
     return state, score

@@ -3,14 +3,14 @@
 Training writes to a fast local workdir; :func:`sync` copies what changed to the mirror
 (skipping checkpoints still being written, and removing checkpoints the run has since deleted),
 and :func:`restore` fills an empty local workdir from the mirror so a recycled runtime resumes
-where it stopped. :func:`mirroring_printer` syncs at most every few minutes from the training
-loop's progress callback.
+where it stopped. :func:`checkpoint_hook` syncs after every checkpoint the training loop writes
+(``loop.run(..., on_checkpoint=checkpoint_hook(workdir, mirror))``), including the one written
+when a signal stops the run.
 """
 
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -64,15 +64,13 @@ def restore(mirror: str | Path, workdir: str | Path) -> bool:
     return True
 
 
-def mirroring_printer(workdir: str | Path, mirror: str | Path, every_s: float = 300.0,
-                      print_fn: Callable[[str], None] = print) -> Callable[[str], None]:
-    """A ``print_fn`` for the training loop that also syncs the mirror at most every ``every_s``."""
-    last = [time.monotonic()]
+def checkpoint_hook(workdir: str | Path, mirror: str | Path,
+                    print_fn: Callable[[str], None] | None = None) -> Callable[[int], None]:
+    """An ``on_checkpoint(iteration)`` for the training loop that syncs ``workdir`` to ``mirror``."""
 
-    def printer(line: str) -> None:
-        print_fn(line)
-        if time.monotonic() - last[0] >= every_s:
-            sync(workdir, mirror)
-            last[0] = time.monotonic()
+    def hook(iteration: int) -> None:
+        copied = sync(workdir, mirror)
+        if print_fn is not None:
+            print_fn(f"checkpoint {iteration} mirrored to {mirror} ({copied} files copied)")
 
-    return printer
+    return hook
