@@ -1,0 +1,19 @@
+"""Kill at any moment: experiments/chaos_resume.py with 3 SIGKILLs (compile, self-play, saving) must
+resume to exactly the uninterrupted run's state, with no corrupt checkpoint."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_three_kills_resume_to_the_uninterrupted_run(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "experiments.chaos_resume", "--kills=3", "--seed=0",
+                             f"--workdir={tmp_path}"], cwd=REPO, capture_output=True, text=True, timeout=1500)
+    summary = [line for line in result.stdout.splitlines() if line.startswith("chaos_resume:")]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert summary and "3 kills (compile 1" in summary[0] and "3 resumes" in summary[0], result.stdout
+    assert "identical" in summary[0]
