@@ -215,7 +215,8 @@ def test_plot_draws_the_curves_of_one_or_more_runs(tmp_path, capsys):
         for i in range(1, 6):
             log.write({"iteration": i, "loss": 3.0 / i, "policy_loss": 2.0 / i, "value_loss": 1.0 / i,
                        "positions_per_s": 100.0 * i, "buffer_fill": i / 5, "learning_rate": np.float32(1e-3),
-                       "eval/random": 0.5 + i / 10 if i % 2 == 0 else None})
+                       "elapsed_s": 30.0 * i, "eval/random": 0.5 + i / 10 if i % 2 == 0 else None,
+                       "testset/optimal": 0.5 + i / 20 if i % 2 == 0 else None})
         log.truncate_after(4)
     assert [r["iteration"] for r in read_records(tmp_path / "a")] == [1, 2, 3, 4]
     assert plot_command.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
@@ -223,6 +224,17 @@ def test_plot_draws_the_curves_of_one_or_more_runs(tmp_path, capsys):
     assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 10_000
     assert plot_command.main([str(tmp_path / "nowhere")]) == 2
     assert "no metrics.jsonl" in capsys.readouterr().err
+
+    from othello_jax.training.metrics import figure
+
+    axes = figure([tmp_path / "a"]).axes
+    titles = [ax.get_title() for ax in axes[::2]]
+    assert titles == ["loss", "positions / s", "learning rate", "replay buffer fill",
+                      "6x6 test set: optimal moves", "evaluation score"]  # panels without data left out
+    assert {ax.get_xlabel() for ax in axes[0::2]} == {"iteration"}
+    assert {ax.get_xlabel() for ax in axes[1::2]} == {"minutes of training"}
+    minutes = axes[titles.index("learning rate") * 2 + 1].lines[0].get_xdata()
+    np.testing.assert_allclose(minutes, [0.5, 1.0, 1.5, 2.0])  # elapsed_s / 60, the learning rate on its own axis
 
 
 def test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled_matches(tmp_path, monkeypatch):
@@ -323,3 +335,20 @@ def test_stages_reach_search_gating_and_checkpoints_in_the_loop(tmp_path):
     assert same(champion3, champion4) and not same(challenger3, challenger4) and not same(challenger4, champion4)
     # checkpoint.every=1 from the stage on (the base config's every=10 saved nothing before it)
     assert sorted(int(p.name) for p in (tmp_path / "checkpoints").iterdir() if p.name.isdigit()) == [3, 4]
+
+
+def test_periodic_evaluation_can_score_the_perfect_play_test_set():
+    from othello_jax.training import arena_hooks
+    from othello_jax.training.config import check_config
+
+    config = synthetic_config()  # 6x6, tiny network
+    config.eval.update(every=1, games=2, opponents="random", num_simulations=2, testset=True)
+    program = make_train(config, train.make_mesh(1))
+    state = program.init_state(jax.random.PRNGKey(0))
+    variables = {"params": state.params, "batch_stats": state.batch_stats}
+    scores = arena_hooks.evaluate_against_baselines(config, program, variables, jax.random.PRNGKey(1))
+    assert 0.0 <= scores["testset/optimal"] <= 1.0 and scores["testset/disc_loss"] >= 0.0
+    assert scores["testset/disc_loss"] > 0.5  # an untrained network loses discs on 500 positions
+    config.board_size = 8
+    with pytest.raises(ValueError, match="eval.testset needs board_size 6"):
+        check_config(config)

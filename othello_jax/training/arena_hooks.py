@@ -11,6 +11,8 @@ from ml_collections import ConfigDict
 
 from othello_jax import agents
 from othello_jax.evaluation import arena
+from othello_jax.evaluation.testset import score_agent
+from othello_jax.solver.testset import load as load_testset
 from othello_jax.training.program import TrainProgram
 
 
@@ -44,7 +46,16 @@ def evaluate_against_baselines(config: ConfigDict, program: TrainProgram, variab
         opponent = agents.parse_agent(spec, program.game)
         result = arena.play_match(program.game, player, opponent, lines, jax.random.fold_in(play_key, i))
         scores[f"eval/{spec}"] = result.summary().score
+    if config.eval.get("testset", False):
+        scores.update(testset_score(player, jax.random.fold_in(key, 99)))
     return scores
+
+
+def testset_score(player: agents.Agent, key: jax.Array) -> dict:
+    """``{"testset/optimal": share, "testset/disc_loss": per move}`` of a 6x6 player on the
+    packaged perfect-play test set (its own moves only, nothing solved)."""
+    report = score_agent(player.act, load_testset(), key)
+    return {"testset/optimal": float(report.total.optimal), "testset/disc_loss": float(report.total.disc_loss)}
 
 
 def gate_against_champion(config: ConfigDict, program: TrainProgram, challenger: dict, champion: dict,

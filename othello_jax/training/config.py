@@ -70,8 +70,9 @@ def default_config() -> ConfigDict:
     c.gating = ConfigDict(dict(enabled=False, every=5, games=128, threshold=0.55, num_simulations=0))
     # arena evaluation every `every` iterations (0 = never); num_simulations 0 = as in self-play
     # opponents: agent specs (see othello_jax.agents.parse_agent) separated by spaces
+    # testset (6x6 only): also score the network on the perfect-play test set (testset/* metrics)
     c.eval = ConfigDict(dict(every=0, games=64, opponents="random greedy alphabeta:depth=3",
-                             num_simulations=0, best_metric="mean"))
+                             num_simulations=0, best_metric="mean", testset=False))
     # every `every` iterations, and also when `every_minutes` have passed since the last one (0 = off)
     c.checkpoint = ConfigDict(dict(every=5, every_minutes=10.0, keep=3, save_buffer=True))
     return c
@@ -119,6 +120,8 @@ def _check_values(config: ConfigDict) -> None:
         game = Othello(int(config.board_size))
         for spec in str(config.eval.opponents).split():
             agents.parse_agent(spec, game)  # AgentSpecError (a ValueError) names a bad spec
+    _need(not config.eval.get("testset", False) or int(config.board_size) == 6,
+          f"eval.testset needs board_size 6 (the perfect-play test set is 6x6), got {config.board_size}")
 
 
 # ---------------------------------------------------------------------------------------------

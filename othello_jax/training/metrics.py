@@ -109,12 +109,32 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("policy", ("policy_entropy", "target_entropy", "policy_kl")),
     ("value error |v - z|", ("value_abs_error",)),
     ("positions / s", ("positions_per_s",)),
-    ("buffer fill / learning rate", ("buffer_fill", "learning_rate")),
+    ("learning rate", ("learning_rate",)),
+    ("replay buffer fill", ("buffer_fill",)),
+    ("6x6 test set: optimal moves", ("testset/optimal",)),
+    ("6x6 test set: disc loss per move", ("testset/disc_loss",)),
 )
+# the x axes every panel is drawn against: (label, record -> x)
+AXES = (("iteration", lambda r: r.get("iteration")),
+        ("minutes of training", lambda r: r["elapsed_s"] / 60.0 if r.get("elapsed_s") is not None else None))
 
 
 def plot(workdirs: Iterable[str | Path], out: str | Path) -> Path:
     """Draw the curves of one or more runs (labelled by directory name) into one PNG at ``out``."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(workdirs)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
+def figure(workdirs: Iterable[str | Path]):
+    """The curves as a matplotlib Figure: one row per panel, drawn against iterations (left) and
+    minutes of training (right), so runs on machines of different speed compare by compute;
+    panels with no data are left out, the learning rate has its own axis."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -123,27 +143,27 @@ def plot(workdirs: Iterable[str | Path], out: str | Path) -> Path:
     runs = [(Path(w).name or str(w), read_records(w)) for w in workdirs]
     eval_keys = sorted({k for _, rs in runs for r in rs for k in r if k.startswith("eval/")})
     panels = list(PANELS) + ([("evaluation score", tuple(eval_keys))] if eval_keys else [])
-    cols = 3
-    rows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
-    for ax, (title, keys) in zip(axes.flat, panels, strict=False):
-        for label, records in runs:
-            for key in keys:
-                points = [(r["iteration"], r[key]) for r in records if r.get(key) is not None]
-                if points:
-                    xs, ys = zip(*points, strict=False)
-                    name = key if len(runs) == 1 else f"{label}: {key}"
-                    ax.plot(xs, ys, marker="o" if key.startswith("eval/") else None, markersize=3, label=name)
-        ax.set_title(title)
-        ax.set_xlabel("iteration")
-        ax.grid(alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.axis("off")
+    panels = [(title, keys) for title, keys in panels
+              if any(r.get(k) is not None for _, rs in runs for r in rs for k in keys)]
+    fig, axes = plt.subplots(max(len(panels), 1), len(AXES), figsize=(6 * len(AXES), 3.2 * max(len(panels), 1)),
+                             squeeze=False)
+    for row, (title, keys) in enumerate(panels):
+        for col, (x_label, x_of) in enumerate(AXES):
+            ax = axes[row, col]
+            for label, records in runs:
+                for key in keys:
+                    points = [(x_of(r), r[key]) for r in records if r.get(key) is not None and x_of(r) is not None]
+                    if points:
+                        xs, ys = zip(*points, strict=True)
+                        name = key if len(runs) == 1 else f"{label}: {key}"
+                        marker = "o" if key.startswith(("eval/", "testset/")) else None
+                        ax.plot(xs, ys, marker=marker, markersize=3, label=name)
+            ax.set_title(title)
+            ax.set_xlabel(x_label)
+            ax.grid(alpha=0.3)
+            if key == "learning_rate":
+                ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 2))
+            if ax.lines:
+                ax.legend(fontsize=7)
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return fig
