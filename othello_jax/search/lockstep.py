@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from othello_jax.search import keys
 from othello_jax.search.tree import backup, expand, init_tree
 
 
@@ -83,8 +84,8 @@ def search(params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: m
 
     def one_simulation(sim, carry):
         key, tree = carry
-        key, walk_key, expand_key = jax.random.split(key, 3)
-        parent, action = simulate(jax.random.split(walk_key, batch), tree, root_select, interior_select, max_depth)
+        key, walk_key, expand_key = keys.split(key, 3)
+        parent, action = simulate(keys.per_row(walk_key, batch), tree, root_select, interior_select, max_depth)
         child = tree.children_index[rows, parent, action]
         child = jnp.where(child == mctx.Tree.UNVISITED, sim + 1, child)
         embedding = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)

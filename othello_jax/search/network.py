@@ -11,6 +11,7 @@ import mctx
 from othello_jax.game import Othello, State
 from othello_jax.game.fusion import step_materialized
 from othello_jax.game.symmetry import NUM_SYMMETRIES, inverse, transform_grid, transform_policy
+from othello_jax.search import keys
 
 ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
 
@@ -42,7 +43,7 @@ def evaluate(apply_fn: ApplyFn, variables: dict, states: State, game: Othello,
     if key is None:
         logits, value = apply_fn(variables, obs)
     else:
-        k = jax.random.randint(key, obs.shape[:1], 0, NUM_SYMMETRIES)
+        k = keys.draw(lambda kk, s: jax.random.randint(kk, s, 0, NUM_SYMMETRIES), key, obs.shape[:1])
         views = jnp.stack([transform_grid(obs, j, axes=(-3, -2)) for j in range(NUM_SYMMETRIES)])
         logits, value = apply_fn(variables, _pick(views, k))
         back = jnp.stack([transform_policy(logits, inverse(j), game.size) for j in range(NUM_SYMMETRIES)])

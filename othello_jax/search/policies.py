@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from othello_jax.search import keys
 from othello_jax.search.lockstep import search
 
 
@@ -51,9 +52,10 @@ def gumbel_muzero_policy(params: Any, rng_key: jax.Array, root: mctx.RootFnOutpu
     interior selection below; action = the best considered action, weights = the improved
     policy ``softmax(logits + completed q)``."""
     root = root.replace(prior_logits=mask_invalid(root.prior_logits, invalid_actions))
-    rng_key, gumbel_key = jax.random.split(rng_key)
+    rng_key, gumbel_key = keys.split(rng_key)
     logits = root.prior_logits
-    gumbel = gumbel_scale * jax.random.gumbel(gumbel_key, shape=logits.shape, dtype=logits.dtype)
+    draw_gumbel = lambda k, shape: jax.random.gumbel(k, shape=shape, dtype=logits.dtype)
+    gumbel = gumbel_scale * keys.draw(draw_gumbel, gumbel_key, logits.shape)
     tree = search(
         params, rng_key, root, recurrent_fn,
         root_select=functools.partial(mctx.gumbel_muzero_root_action_selection, num_simulations=num_simulations,
@@ -79,7 +81,7 @@ def muzero_policy(params: Any, rng_key: jax.Array, root: mctx.RootFnOutput, recu
     Equals ``mctx.muzero_policy(..., dirichlet_fraction=0.0)`` in tree and weights; mctx samples
     its action instead (at temperature 1), which callers here do not use.
     """
-    _, _, search_key = jax.random.split(rng_key, 3)  # mctx's split: (action, noise, search)
+    _, _, search_key = keys.split(rng_key, 3)  # mctx's split: (action, noise, search)
     probs = jax.nn.softmax(root.prior_logits)
     logits = jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
     root = root.replace(prior_logits=mask_invalid(logits, invalid_actions))

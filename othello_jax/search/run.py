@@ -10,6 +10,7 @@ import mctx
 import ml_collections
 
 from othello_jax.game import Othello, State
+from othello_jax.search import keys
 from othello_jax.search.config import check_search_config
 from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn
 from othello_jax.search.variants import VARIANTS
@@ -44,7 +45,7 @@ def run_search(config: ml_collections.ConfigDict, apply_fn: ApplyFn, variables: 
                states: State, key: jax.Array, game: Othello) -> SearchResult:
     """Search every root in the batch ``states`` (leading axis B) with the configured variant."""
     check_search_config(config)
-    eval_key, search_key = jax.random.split(key)
+    eval_key, search_key = keys.split(key)
     symmetry = bool(config.symmetry)
     logits, value = evaluate(apply_fn, variables, states, game, eval_key if symmetry else None)
     legal = game.legal_moves(states)
@@ -75,5 +76,6 @@ def select_action(result: SearchResult, temperature: jax.Array | float, key: jax
     """Sample from ``policy_target ** (1/T)`` where ``temperature > 0``, else the search's move."""
     temperature = jnp.broadcast_to(jnp.asarray(temperature, jnp.float32), result.action.shape)
     logp = jnp.log(jnp.maximum(result.policy_target, 1e-30)) / jnp.maximum(temperature, 1e-6)[:, None]
-    sampled = jax.random.categorical(key, jnp.where(result.legal, logp, -jnp.inf), axis=-1)
+    sampled = keys.draw(lambda k, _, lg: jax.random.categorical(k, lg, axis=-1), key, result.action.shape,
+                        jnp.where(result.legal, logp, -jnp.inf))
     return jnp.where(temperature > 0, sampled.astype(jnp.int32), result.action)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import mctx
 import ml_collections
 
-from othello_jax.search import policies
+from othello_jax.search import keys, policies
 from othello_jax.search.network import mask_logits
 
 ENGINES = ("lockstep", "mctx")
@@ -66,14 +66,14 @@ def dirichlet_noise(key: jax.Array, legal: jax.Array, alpha_scale: float) -> jax
     """Dirichlet noise over each row's legal actions with alpha = min(1, scale / #legal)."""
     num_legal = jnp.sum(legal, axis=-1, keepdims=True).astype(jnp.float32)
     alpha = jnp.minimum(1.0, alpha_scale / jnp.maximum(num_legal, 1.0))
-    gamma = jax.random.gamma(key, jnp.broadcast_to(alpha, legal.shape))
+    gamma = keys.draw(lambda k, _, a: jax.random.gamma(k, a), key, legal.shape, jnp.broadcast_to(alpha, legal.shape))
     gamma = jnp.where(legal, gamma, 0.0)
     return gamma / jnp.maximum(jnp.sum(gamma, axis=-1, keepdims=True), jnp.finfo(jnp.float32).tiny)
 
 
 def _puct(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
     """AlphaZero PUCT with root Dirichlet noise; target = root visit distribution."""
-    noise_key, search_key = jax.random.split(key)
+    noise_key, search_key = keys.split(key)
     legal = ~invalid
     fraction = float(config.dirichlet_fraction)
     noise = dirichlet_noise(noise_key, legal, float(config.dirichlet_alpha_scale))

@@ -160,6 +160,14 @@ def lane_selfplay(selfplay_fn: SelfPlayFn, mesh: Mesh):
     """Run ``selfplay_fn`` once per lane, each device on its own lanes (``shard_map`` + ``vmap``).
 
     Returns ``(actor, keys[lanes], resign[lanes]) -> (Samples [lanes, n], stats[lanes], resign)``.
+
+    With one lane per device ``selfplay_fn`` is called directly. With several, the ``vmap`` over
+    the device's lanes does not reach the search: the search-based self-play
+    (:func:`othello_jax.training.selfplay.play_games`) has a vmap rule that folds the lanes into
+    one batch of ``lanes * games`` roots (:func:`~othello_jax.training.selfplay.play_lanes`), so
+    the search's loops stay loops instead of running until every lane is done; each lane keeps
+    its own key and resign threshold, so the result does not depend on the device count. Other
+    self-play functions (tests' synthetic ones) are vmapped as usual.
     """
     def per_lane(actor, key, resign):
         samples, stats, resign = selfplay_fn(actor, key, resign)

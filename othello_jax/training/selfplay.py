@@ -19,6 +19,7 @@ explicit input and output, ``ResignState``) is adjusted to keep them under a tar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -31,6 +32,7 @@ from othello_jax import search
 from othello_jax.game import BLACK, Othello, State, play_transcript
 from othello_jax.game.fusion import step_materialized
 from othello_jax.game.lines import pad_lines, replay_lines
+from othello_jax.search import keys as search_keys
 from othello_jax.training.samples import Samples, flatten
 
 VALUE_TARGETS = ("z", "q", "zq", "lambda")
@@ -327,24 +329,88 @@ def play_games(config: ml_collections.ConfigDict, game: Othello, apply_fn: searc
         starts after a random row. Its ply count includes the opening moves.
     All shapes are static (T = ``num_plies(config, game)``), so this can be jitted with
     ``config``, ``game``, ``apply_fn`` and ``search_config`` static.
+
+    Under ``jax.vmap`` over ``key`` and/or ``resign_state`` (replay lanes; ``variables`` and
+    ``openings`` unbatched) the lanes are *folded* into the game batch instead of vmapping the
+    search (whose loops and conds would turn into selects computing every branch): see
+    :func:`play_lanes`, which the vmap rule calls. Vmapped over ``variables`` it falls back to a
+    plain vmap.
     """
     check_selfplay_config(config)
     search.check_search_config(search_config)
-    batch, plies = int(config.num_games), num_plies(config, game)
+
+    def plain(variables, key, resign_state, openings):
+        return _play(config, game, apply_fn, variables, key, resign_state, None, search_config, openings)
+
+    folded = jax.custom_batching.custom_vmap(plain)
+
+    @folded.def_vmap
+    def fold_rule(axis_size, in_batched, variables, key, resign_state, openings):
+        var_b, key_b, resign_b, open_b = in_batched
+        if (any(jax.tree.leaves(var_b)) or any(jax.tree.leaves(open_b))  # not lanes: plain vmap
+                or search_config.engine == "mctx"):
+            axes = jax.tree.map(lambda b: 0 if b else None, tuple(in_batched))
+            out = jax.vmap(plain, in_axes=axes)(variables, key, resign_state, openings)
+            return out, jax.tree.map(lambda _: True, out)
+        lane = lambda x, b: x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
+        keys = jax.tree.map(lane, key, key_b)
+        resign = jax.tree.map(lane, resign_state, resign_b)
+        out = play_lanes(config, game, apply_fn, variables, keys, resign, search_config=search_config,
+                         openings=openings, check=False)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return folded(variables, key, resign_state, openings)
+
+
+def play_lanes(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.ApplyFn,
+               variables: dict, keys: jax.Array, resign_states: ResignState, *,
+               search_config: ml_collections.ConfigDict, openings: jax.Array | None = None,
+               check: bool = True) -> tuple[SelfPlayOutput, SelfPlayStats, ResignState]:
+    """``L`` lanes of ``config.num_games`` games each, played as ONE batch of ``L * num_games`` games.
+
+    keys: ``[L]`` keys; resign_states: a ``ResignState`` of ``[L]`` arrays (one threshold per lane).
+    Returns what ``jax.vmap(play_games)`` over the lanes returns (output leaves ``[L, T, G, ...]``,
+    stats and resign state ``[L]``), but the search runs once over all ``L * G`` roots, so its
+    loops and conds stay loops and conds. Each game resigns at its own lane's threshold, and each
+    lane's threshold is updated from its own games only (the cheap update is vmapped).
+
+    Randomness: each lane keeps its own key. Every split and draw of the game, the search and
+    the move choice is done per lane with the lane's key and shape
+    (:mod:`othello_jax.search.keys`), so each lane plays exactly the games it would play alone
+    (up to float reduction order in the network over a bigger batch), and the run does not
+    depend on how lanes are spread over devices. Needs the lockstep engine (``search.engine =
+    "mctx"`` takes one key per batch: ``play_games`` then falls back to a plain vmap).
+    """
+    if check:
+        check_selfplay_config(config)
+        search.check_search_config(search_config)
+    lanes = int(jax.tree.leaves(resign_states)[0].shape[0])
+    return _play(config, game, apply_fn, variables, keys, resign_states, lanes, search_config, openings)
+
+
+def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.ApplyFn, variables: dict,
+          key: jax.Array, resign_state: ResignState, lanes: int | None,
+          search_config: ml_collections.ConfigDict,
+          openings: jax.Array | None) -> tuple[SelfPlayOutput, SelfPlayStats, ResignState]:
+    """Self-play of ``num_games`` games, or with ``lanes``, of ``lanes * num_games`` games split per lane."""
+    per_lane = int(config.num_games)
+    batch, plies = per_lane * (lanes or 1), num_plies(config, game)
     harvest_count = int(config.harvest.per_tree)
     resign_on = bool(config.resign.enabled)
-    key, open_key, playout_key = jax.random.split(key, 3)
+    key, open_key, playout_key = search_keys.split(key, 3)
 
     if openings is None:
         start = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), game.init())
     else:
         openings = jnp.asarray(openings, jnp.int32)
-        start = play_openings(game, openings, jax.random.randint(open_key, (batch,), 0, openings.shape[0]))
-    playout = jax.random.uniform(playout_key, (batch,)) < float(config.resign.playout_fraction)
-    threshold = resign_state.threshold
+        index = search_keys.draw(lambda k, s: jax.random.randint(k, s, 0, openings.shape[0]), open_key, (batch,))
+        start = play_openings(game, openings, index)
+    playout = search_keys.draw(jax.random.uniform, playout_key, (batch,)) < float(config.resign.playout_fraction)
+    # one threshold (no lanes) or each game its lane's threshold
+    threshold = resign_state.threshold if lanes is None else jnp.repeat(resign_state.threshold, per_lane)
 
     def ply_fn(carry: _Carry, _):
-        key, search_key, act_key = jax.random.split(carry.key, 3)
+        key, search_key, act_key = search_keys.split(carry.key, 3)
         state = carry.state
         result = search.run_search(search_config, apply_fn, variables, state, search_key, game)
         temperature = jnp.where(state.ply < int(config.temperature_plies), float(config.temperature), 0.0)
@@ -408,10 +474,25 @@ def play_games(config: ml_collections.ConfigDict, game: Othello, apply_fn: searc
         samples=samples, search_value=search_value, outcome=outcome, ply=rec["ply"], action=rec["action"],
         prior_entropy=rec["prior_entropy"], target_entropy=rec["target_entropy"], harvested=harvested,
     )
-    new_resign = update_resign_state(config, resign_state, final.min_value, result, playout & ~final.resigned)
-    if not resign_on:
+    if lanes is None:
+        new_resign = update_resign_state(config, resign_state, final.min_value, result, playout & ~final.resigned)
+        if not resign_on:
+            new_resign = resign_state
+        stats = _stats(output, final, result, new_resign)
+        return output, stats, new_resign
+
+    # split the folded batch back into lanes: [T, L*G, ...] -> [L, T, G, ...], [L*G, ...] -> [L, G, ...]
+    by_lane = lambda x: x.reshape((lanes, per_lane) + x.shape[1:])
+    by_lane_t = lambda x: jnp.moveaxis(x.reshape(x.shape[:1] + (lanes, per_lane) + x.shape[2:]), 1, 0)
+    output = jax.tree.map(by_lane_t, output)
+    final = jax.tree.map(by_lane, final._replace(key=None))
+    result, playout = by_lane(result), by_lane(playout)
+    if resign_on:
+        update = functools.partial(update_resign_state, config)
+        new_resign = jax.vmap(update)(resign_state, final.min_value, result, playout & ~final.resigned)
+    else:
         new_resign = resign_state
-    stats = _stats(output, final, result, new_resign)
+    stats = jax.vmap(_stats)(output, final, result, new_resign)
     return output, stats, new_resign
 
 
