@@ -44,12 +44,12 @@ def _max_depth(config: ml_collections.ConfigDict) -> int | None:
     return int(config.max_depth) or None
 
 
-def _gumbel(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
+def _gumbel(config, variables, key, root, recurrent_fn, invalid, start=None) -> VariantOutput:
     """Gumbel MuZero: sequential halving at the root; target = improved policy."""
     if config.engine == "mctx":
         policy = mctx.gumbel_muzero_policy
     else:
-        policy = functools.partial(policies.gumbel_muzero_policy, updates=str(config.tree_updates))
+        policy = functools.partial(policies.gumbel_muzero_policy, updates=str(config.tree_updates), start=start)
     out = policy(
         variables, key, root, recurrent_fn,
         num_simulations=int(config.num_simulations),
@@ -71,7 +71,7 @@ def dirichlet_noise(key: jax.Array, legal: jax.Array, alpha_scale: float) -> jax
     return gamma / jnp.maximum(jnp.sum(gamma, axis=-1, keepdims=True), jnp.finfo(jnp.float32).tiny)
 
 
-def _puct(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
+def _puct(config, variables, key, root, recurrent_fn, invalid, start=None) -> VariantOutput:
     """AlphaZero PUCT with root Dirichlet noise; target = root visit distribution."""
     noise_key, search_key = keys.split(key)
     legal = ~invalid
@@ -82,7 +82,7 @@ def _puct(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
     if config.engine == "mctx":
         policy = functools.partial(mctx.muzero_policy, dirichlet_fraction=0.0)  # noise added above
     else:
-        policy = functools.partial(policies.muzero_policy, updates=str(config.tree_updates))
+        policy = functools.partial(policies.muzero_policy, updates=str(config.tree_updates), start=start)
     out = policy(
         variables, search_key, root, recurrent_fn,
         num_simulations=int(config.num_simulations),
