@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,20 @@ def _manager(directory: Path, keep: int | None, async_save: bool, read_only: boo
     return ocp.CheckpointManager(directory, options=options, item_names=("variables", "train", "meta"))
 
 
+def _remove_unfinished(workdir: Path) -> None:
+    """Delete the temporary directories of saves that never finished (a crash or a full disk
+    mid-save); orbax renames a save into place only once it is complete, so they hold nothing
+    restorable. Only process 0 deletes, before any save of this run starts."""
+    if jax.process_index() != 0:
+        return
+    for name in (LATEST_DIR, BEST_DIR):
+        directory = workdir / name
+        if directory.is_dir():
+            for leftover in directory.iterdir():
+                if ".orbax-checkpoint-tmp" in leftover.name and leftover.is_dir():
+                    shutil.rmtree(leftover, ignore_errors=True)
+
+
 class Checkpoints:
     """The latest-N and best checkpoints of one run (``keep`` latest are kept, plus one best)."""
 
@@ -98,6 +113,7 @@ class Checkpoints:
         _quiet_orbax()
         self.workdir = Path(workdir)
         probe_writable(self.workdir)
+        _remove_unfinished(self.workdir)
         self.latest = _manager(self.workdir / LATEST_DIR, keep, async_save)
         self.best = _manager(self.workdir / BEST_DIR, 1, async_save)
 
