@@ -1,9 +1,16 @@
-"""The AlphaZero network: a residual tower with a policy head and a tanh value head (flax.linen).
+"""The AlphaZero network: a residual tower with a policy head and a value head (flax.linen).
 
 Input is the canonical observation ``(..., N, N, 2)`` from ``Othello.observation``; output is
 ``(policy_logits[..., N*N+1], value[...])`` with value in (-1, 1) from the mover's view.
 Batch norm statistics live in the ``batch_stats`` collection: call with ``train=True`` and
 ``mutable=["batch_stats"]`` while learning, ``train=False`` for inference.
+
+Options (all off by default; then the parameters and outputs are exactly the plain network's):
+``value_head="wdl"`` predicts win/draw/loss logits and reports ``value = P(win) - P(loss)``;
+``score_head`` a tanh-scaled final disc difference; ``ownership_head`` a tanh per square (+1 the
+mover's disc at the end, -1 the opponent's); ``global_pool`` adds KataGo-style global pooling
+biases in every residual block. ``aux=True`` also returns the extra outputs in a dict (for the
+losses); the search only ever sees ``(logits, value)``.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+VALUE_HEADS = ("scalar", "wdl")
 PRESETS: dict[str, tuple[int, int]] = {
     # name: (residual blocks, channels)
     "tiny": (1, 16),
@@ -32,6 +40,19 @@ class NetworkConfig:
     channels: int = 64
     value_hidden: int = 64
     dtype: str = "float32"  # activations/matmuls: "float32" or "bfloat16"
+    value_head: str = "scalar"  # "scalar" (tanh) or "wdl" (win/draw/loss logits; value = p_win - p_loss)
+    score_head: bool = False  # auxiliary head: final disc difference / squares (tanh)
+    ownership_head: bool = False  # auxiliary head: final owner of every square (tanh per square)
+    global_pool: bool = False  # KataGo-style global pooling biases in the residual blocks
+
+    def __post_init__(self) -> None:
+        if self.value_head not in VALUE_HEADS:
+            raise ValueError(f"unknown network.value_head {self.value_head!r}; choose from {', '.join(VALUE_HEADS)}")
+
+    @property
+    def final_board_targets(self) -> bool:
+        """Whether training needs each game's final board (a score or ownership head)."""
+        return bool(self.score_head or self.ownership_head)
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> NetworkConfig:
@@ -41,34 +62,64 @@ class NetworkConfig:
         return cls(blocks=blocks, channels=channels, **overrides)
 
 
+def wdl_value(wdl_logits: jax.Array) -> jax.Array:
+    """Scalar value ``P(win) - P(loss)`` in [-1, 1] of win/draw/loss logits ``[..., 3]``."""
+    p = jax.nn.softmax(wdl_logits.astype(jnp.float32), axis=-1)
+    return p[..., 0] - p[..., 2]
+
+
+class GlobalPoolBias(nn.Module):
+    """Per-channel biases from the whole board: channel means and maxima -> dense layer.
+
+    Lets every square see global facts (parity, who owns the edges) in one layer; the biases
+    are invariant under board symmetries, so ``x + bias`` is as equivariant as ``x``.
+    """
+
+    channels: int
+    dtype: Any
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        pooled = jnp.concatenate([jnp.mean(x, axis=(-3, -2)), jnp.max(x, axis=(-3, -2))], axis=-1)
+        return nn.Dense(self.channels, dtype=self.dtype, name="dense")(pooled)[..., None, None, :]
+
+
 class ResidualBlock(nn.Module):
     channels: int
     dtype: Any
+    global_pool: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool) -> jax.Array:
         conv = lambda: nn.Conv(self.channels, (3, 3), use_bias=False, dtype=self.dtype)
         norm = lambda: nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)
         y = nn.relu(norm()(conv()(x)))
+        if self.global_pool:
+            y = y + GlobalPoolBias(self.channels, self.dtype, name="global_pool")(y)
         y = norm()(conv()(y))
         return nn.relu(x + y)
 
 
 class AlphaZeroNet(nn.Module):
-    """Stem conv -> residual tower -> (policy logits over N*N+1 actions, tanh value)."""
+    """Stem conv -> residual tower -> (policy logits over N*N+1 actions, value in [-1, 1]).
+
+    With ``aux=True`` the result is ``(logits, value, extras)``; ``extras`` holds float32
+    ``wdl_logits [..., 3]``, ``score [...]`` and ``ownership [..., N, N]`` for the heads the
+    config has (an empty dict for the plain network).
+    """
 
     num_actions: int
     config: NetworkConfig = NetworkConfig()
 
     @nn.compact
-    def __call__(self, obs: jax.Array, train: bool = False) -> tuple[jax.Array, jax.Array]:
+    def __call__(self, obs: jax.Array, train: bool = False, aux: bool = False) -> tuple:
         dtype = jnp.dtype(self.config.dtype)
         c = self.config.channels
         x = obs.astype(dtype)
         x = nn.Conv(c, (3, 3), use_bias=False, dtype=dtype)(x)
         x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(x))
         for _ in range(self.config.blocks):
-            x = ResidualBlock(c, dtype)(x, train)
+            x = ResidualBlock(c, dtype, self.config.global_pool)(x, train)
         batch = x.shape[:-3]
 
         p = nn.Conv(2, (1, 1), use_bias=False, dtype=dtype)(x)
@@ -78,7 +129,19 @@ class AlphaZeroNet(nn.Module):
         v = nn.Conv(1, (1, 1), use_bias=False, dtype=dtype)(x)
         v = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(v))
         v = nn.relu(nn.Dense(self.config.value_hidden, dtype=dtype)(v.reshape(batch + (-1,))))
-        value = jnp.tanh(nn.Dense(1, dtype=dtype)(v))[..., 0]
+        extras: dict[str, jax.Array] = {}
+        if self.config.value_head == "wdl":
+            extras["wdl_logits"] = nn.Dense(3, dtype=dtype, name="wdl")(v).astype(jnp.float32)
+            value = wdl_value(extras["wdl_logits"])
+        else:
+            value = jnp.tanh(nn.Dense(1, dtype=dtype)(v))[..., 0]
+        if self.config.score_head:  # shares the value head's hidden layer
+            extras["score"] = jnp.tanh(nn.Dense(1, dtype=dtype, name="score")(v))[..., 0].astype(jnp.float32)
+        if self.config.ownership_head:
+            own = nn.Conv(1, (1, 1), dtype=dtype, name="ownership")(x)
+            extras["ownership"] = jnp.tanh(own[..., 0]).astype(jnp.float32)
+        if aux:
+            return logits.astype(jnp.float32), value.astype(jnp.float32), extras
         return logits.astype(jnp.float32), value.astype(jnp.float32)
 
 

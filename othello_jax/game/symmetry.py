@@ -56,6 +56,17 @@ def transform_bitboard(b: bb.Bitboard, k: int | jax.Array, size: int) -> bb.Bitb
     return _switch(k, lambda kk, x: transform_bitboard(x, kk, size), b)
 
 
+def transform_bitboards(boards: tuple[bb.Bitboard, ...], k: int | jax.Array, size: int) -> tuple[bb.Bitboard, ...]:
+    """Apply symmetry ``k`` to several bitboards at once (one switch for a traced ``k``).
+
+    Used for targets that live on the board, e.g. the final board of an ownership target,
+    which must turn with the position it belongs to.
+    """
+    if isinstance(k, int):
+        return tuple(transform_bitboard(b, k, size) for b in boards)
+    return _switch(k, lambda kk, xs: transform_bitboards(xs, kk, size), tuple(boards))
+
+
 def transform_state(state: State, k: int | jax.Array, size: int) -> State:
     """Apply symmetry ``k`` to every bitboard of a state (other fields are invariant)."""
     return state._replace(

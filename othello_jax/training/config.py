@@ -43,7 +43,9 @@ def default_config() -> ConfigDict:
     c.distributed = ConfigDict(dict(enabled=False, coordinator_address="", num_processes=0, process_id=-1))
 
     # preset, then any field > 0 (or non-empty) overrides it
-    c.network = ConfigDict(dict(preset="small", blocks=0, channels=0, value_hidden=0, dtype=""))
+    # value_head "scalar" | "wdl"; score/ownership heads (auxiliary targets); global pooling (experiments/ab_arms.md)
+    c.network = ConfigDict(dict(preset="small", blocks=0, channels=0, value_hidden=0, dtype="", value_head="scalar",
+                                score_head=False, ownership_head=False, global_pool=False))
     c.search = search.default_search_config()
     c.selfplay = selfplay.default_selfplay_config()
 
@@ -58,7 +60,8 @@ def default_config() -> ConfigDict:
     ))
     # unroll: "auto" unrolls the gradient steps on CPU, where XLA loops make them ~20x slower
     c.train = ConfigDict(dict(batch_size=512, steps_per_iteration=100, unroll="auto"))
-    c.loss = ConfigDict(dict(value_weight=1.0, l2=1e-4, entropy_bonus=0.0))
+    # score/ownership weights count only when the network has that head
+    c.loss = ConfigDict(dict(value_weight=1.0, l2=1e-4, entropy_bonus=0.0, score_weight=0.5, ownership_weight=0.5))
     c.optimizer = ConfigDict(dict(
         name="sgd", learning_rate=0.1, momentum=0.9, nesterov=False, weight_decay=1e-4, grad_clip=0.0,
         schedule="steps", boundaries=(5_000, 10_000), scales=(0.1, 0.1),  # in gradient steps
@@ -114,6 +117,9 @@ def _check_values(config: ConfigDict) -> None:
           "eval.games must be even and >= 2 (each opening is played with both colours)")
     _need(not config.gating.enabled or (int(config.gating.games) >= 2 and int(config.gating.games) % 2 == 0),
           "gating.games must be even and >= 2")
+    for name in ("score_weight", "ownership_weight"):
+        _need(float(config.loss.get(name, 0.0)) >= 0, f"loss.{name} must be >= 0, got {config.loss.get(name)}")
+    network_config(config)  # unknown preset or value head -> ValueError
     search.check_search_config(config.search)
     selfplay.check_selfplay_config(config.selfplay)
     if int(config.eval.every):

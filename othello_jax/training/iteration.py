@@ -119,7 +119,7 @@ def init_train_state(game: Othello, net: AlphaZeroNet, optimizer: optax.Gradient
             batch_stats=batch_stats,
             opt_state=optimizer.init(params),
             actor={"params": params, "batch_stats": batch_stats},
-            buffer=replay.init(game, lanes, capacity, max_window),
+            buffer=replay.init(game, lanes, capacity, max_window, final_board=net.config.final_board_targets),
             resign=jax.tree.map(lambda x: jnp.broadcast_to(jnp.asarray(x), (lanes,) + jnp.shape(x)), resign_init),
             iteration=jnp.zeros((), jnp.int32),
             step=jnp.zeros((), jnp.int32),

@@ -155,6 +155,7 @@ def make_selfplay_fn(config: ConfigDict, game: Othello, net: AlphaZeroNet, lanes
         raise ValueError(f"selfplay.num_games={games} must be a multiple of the {lanes} replay lanes")
     lane_config = ConfigDict(config.selfplay.to_dict())
     lane_config.num_games = games // lanes
+    lane_config.final_board = net.config.final_board_targets  # score/ownership heads need final boards
     selfplay.check_selfplay_config(lane_config)
     apply_fn = functools.partial(net.apply, train=False)
 

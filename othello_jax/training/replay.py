@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from othello_jax.game import Othello, symmetry
-from othello_jax.training.samples import Samples, flatten
+from othello_jax.training.samples import FinalBoard, Samples, flatten, no_final_boards
 
 
 class ReplayBuffer(NamedTuple):
@@ -56,8 +56,12 @@ class ReplayBuffer(NamedTuple):
         return self.ends.shape[1] - 1
 
 
-def init(game: Othello, lanes: int, capacity: int, max_window: int) -> ReplayBuffer:
-    """An empty buffer of ``lanes`` rings with ``capacity`` rows each, remembering ``max_window`` generations."""
+def init(game: Othello, lanes: int, capacity: int, max_window: int, final_board: bool = False) -> ReplayBuffer:
+    """An empty buffer of ``lanes`` rings with ``capacity`` rows each, remembering ``max_window`` generations.
+
+    ``final_board``: also store each row's final board (``Samples.final``, for score/ownership
+    targets); without it the buffer has exactly the plain layout.
+    """
     for name, value in (("lanes", lanes), ("capacity", capacity), ("max_window", max_window)):
         if int(value) < 1:
             raise ValueError(f"replay buffer {name} must be at least 1, got {value}")
@@ -66,6 +70,7 @@ def init(game: Othello, lanes: int, capacity: int, max_window: int) -> ReplayBuf
         policy=jnp.zeros((game.num_actions,), jnp.float32),
         value=jnp.zeros((), jnp.float32),
         mask=jnp.zeros((), bool),
+        final=no_final_boards(()) if final_board else None,
     )
     data = jax.tree.map(lambda x: jnp.broadcast_to(x, (lanes, capacity) + x.shape), empty)
     zeros = jnp.zeros((lanes,), jnp.int32)
@@ -90,6 +95,9 @@ def add(buffer: ReplayBuffer, new: Samples) -> ReplayBuffer:
     n = new.mask.shape[1]
     if new.mask.shape[0] != buffer.lanes:
         raise ValueError(f"new rows have {new.mask.shape[0]} lanes, the buffer has {buffer.lanes}")
+    if (new.final is None) != (buffer.data.final is None):
+        raise ValueError("new rows and the replay buffer disagree on final boards (score/ownership targets): "
+                         "build the buffer with final_board=" + str(new.final is not None))
     if n > buffer.capacity:
         raise ValueError(f"one generation adds up to {n} rows per lane but the buffer holds only "
                          f"{buffer.capacity}; raise the replay capacity")
@@ -162,7 +170,7 @@ def average_duplicates(batch: Samples) -> Samples:
 
 
 def augment(batch: Samples, key: jax.Array, size: int) -> Samples:
-    """Apply an independent random dihedral symmetry to every row (state and policy together)."""
+    """Apply an independent random dihedral symmetry to every row (state, policy and final board together)."""
     shape = batch.mask.shape
     k = jax.random.randint(key, shape, 0, symmetry.NUM_SYMMETRIES)
     flat = flatten(batch)
@@ -170,6 +178,10 @@ def augment(batch: Samples, key: jax.Array, size: int) -> Samples:
     state = jax.vmap(lambda s, kk: symmetry.transform_state(s, kk, size))(flat.state, flat_k)
     policy = jax.vmap(lambda p, kk: symmetry.transform_policy(p, kk, size))(flat.policy, flat_k)
     out = flat._replace(state=state, policy=policy)
+    if flat.final is not None:
+        turn = lambda f, kk: symmetry.transform_bitboards((f.mine, f.theirs), kk, size)
+        mine, theirs = jax.vmap(turn)(flat.final, flat_k)
+        out = out._replace(final=FinalBoard(mine, theirs, flat.final.valid))
     return jax.tree.map(lambda x: x.reshape(shape + x.shape[1:]), out)
 
 

@@ -33,7 +33,7 @@ from othello_jax.game import BLACK, Othello, State, play_transcript
 from othello_jax.game.fusion import step_materialized
 from othello_jax.game.lines import pad_lines, replay_lines
 from othello_jax.search import keys as search_keys
-from othello_jax.training.samples import Samples, flatten
+from othello_jax.training.samples import Samples, final_boards, flatten, no_final_boards
 
 VALUE_TARGETS = ("z", "q", "zq", "lambda")
 
@@ -462,6 +462,11 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
     search_value = jnp.where(mask, rec["search_value"], 0.0)
     values = value_targets(config.value_target, search_value, outcome, mask, float(config.td_lambda))
     samples = Samples(state=rec["state"], policy=rec["policy"], value=values.astype(jnp.float32), mask=mask)
+    if config.get("final_board", False):  # score/ownership targets (set by the run for such heads)
+        ended = ~final.resigned & ~final.active
+        samples = samples._replace(final=final_boards(final.state, rec["color"], mask & ended[None]))
+        if harvest_count:  # tree nodes have no final board of their own
+            rec["harvested"] = rec["harvested"]._replace(final=no_final_boards(rec["harvested"].mask.shape))
     # no harvest: an empty [T, B, 0] batch keeps the output structure the same
     harvested = rec["harvested"] if harvest_count else jax.tree.map(lambda x: x[:, :, None][:, :, :0], samples)
     empties = int(config.exact_endgame_empties)
