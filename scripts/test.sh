@@ -4,7 +4,7 @@
 # then the Colab-image leg: ./.venv-colab on Python 3.13 with the versions Colab's image ships
 # (the oldest the project supports) installed first and the project on top without upgrading
 # them, running the notebooks (which train a tiny run), the game-core tests and the fuzz tests.
-# Extra arguments go to the first pytest run.
+# Extra arguments go to the first pytest run (e.g. -m "" to include the tests marked slow).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -27,9 +27,12 @@ make_venv .venv -e ".[dev]"
 echo "== architecture contract (lint-imports) and lint (ruff)"
 .venv/bin/lint-imports
 .venv/bin/ruff check .
-echo "== full test suite (newest versions)"
+echo "== test suite (newest versions), all but the tests marked slow"
+# Tests marked slow (FFO #45-49, the 2048-game search, the notebooks) are left out here to keep CI
+# inside 30 minutes on a 2-core machine; the notebooks still run in the Colab leg below.
+# `bash scripts/test.sh -m ""` runs every test (a later -m wins).
 .venv/bin/python -c "import jax, flax, mctx; print('jax', jax.__version__, 'flax', flax.__version__, 'mctx', mctx.__version__)"
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 "$@"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 -m "not slow" "$@"
 
 # ---- the Colab-image leg ----------------------------------------------------------------------
 # Colab's image today: Python 3.13 with these pins. The project goes on top with the first five held

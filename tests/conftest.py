@@ -1,11 +1,42 @@
-"""Shared test fixtures: the reference data directory from outside the project."""
+"""Shared test fixtures: the reference data directory from outside the project; one XLA
+compilation cache for the whole test session."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+
+def _share_compilation_cache() -> None:
+    """One persistent XLA compilation cache for this test session and every process it starts.
+
+    Many tests compile the same programs (a tiny training iteration, compiled again by every
+    process a kill-and-resume test restarts, the notebooks' runs); with a shared cache only the
+    first compiles, which is most of what keeps CI inside its time budget. The directory is new
+    for each session and removed at its end, so a clean checkout measures the same as a
+    developer's run and no executable outlives a code change. A cache directory set by the caller
+    (``JAX_COMPILATION_CACHE_DIR``) is used as it is.
+    """
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return
+    path = tempfile.mkdtemp(prefix="othello-jax-tests-xla-cache-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = path  # read by jax in this process and in subprocesses
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+    if "jax" in sys.modules:  # imported before this file (a plugin): set it there too
+        import jax
+
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+_share_compilation_cache()
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("OTHELLO_JAX_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))

@@ -32,8 +32,9 @@ def tiny_config(**overrides):
 
 
 @pytest.fixture(scope="module")
-def compile_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("jax-cache")
+def compile_cache() -> Path:
+    """The test session's compilation cache (tests/conftest.py), shared with the other tests."""
+    return Path(os.environ["JAX_COMPILATION_CACHE_DIR"])
 
 
 def train_command(workdir: Path, cache: Path, *args: str) -> subprocess.Popen:
