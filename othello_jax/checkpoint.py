@@ -32,11 +32,33 @@ import orbax.checkpoint as ocp
 
 from othello_jax.model import NetworkConfig, init_variables, make_network
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # the plain network and replay layout
+# a network with an optional head or global pooling (model.NetworkConfig) has more variables and,
+# with score/ownership heads, a replay buffer with final boards: older code cannot read it
+AUX_FORMAT_VERSION = 2
 LATEST_DIR = "checkpoints"
 BEST_DIR = "best"
 # meta fields that must match between a checkpoint and the run resuming from it
 COMPATIBILITY_KEYS = ("format_version", "board_size", "network", "lanes", "capacity", "max_window")
+
+
+def _network_fields(network: dict | NetworkConfig | None) -> dict:
+    """A network's meta with every field present (checkpoints written before a field existed lack it)."""
+    if network is None:
+        return {}
+    if isinstance(network, NetworkConfig):
+        return dataclasses.asdict(network)
+    defaults = {f.name: f.default for f in dataclasses.fields(NetworkConfig)}
+    return {**defaults, **dict(network)}
+
+
+def format_version(network: dict | NetworkConfig | None) -> int:
+    """The checkpoint format a network needs: ``AUX_FORMAT_VERSION`` when it uses an option that
+    older code cannot read (WDL/score/ownership head, global pooling), else ``FORMAT_VERSION``."""
+    fields = _network_fields(network)
+    defaults = {f.name: f.default for f in dataclasses.fields(NetworkConfig)}
+    options = ("value_head", "score_head", "ownership_head", "global_pool")
+    return AUX_FORMAT_VERSION if any(fields.get(k, defaults[k]) != defaults[k] for k in options) else FORMAT_VERSION
 
 
 class CheckpointError(RuntimeError):
@@ -129,7 +151,8 @@ class Checkpoints:
     def save(self, step: int, train_state: Any, key: jax.Array, meta: dict, save_buffer: bool = True) -> None:
         """Save a training state (a ``train.TrainState``) with its rng key and JSON ``meta``."""
         variables, rest = _split(train_state, key, save_buffer)
-        meta = dict(meta, format_version=FORMAT_VERSION, buffer_saved=bool(save_buffer), step=int(step))
+        meta = dict(meta, format_version=format_version(meta.get("network")), buffer_saved=bool(save_buffer),
+                    step=int(step))
         with self._saving(LATEST_DIR):
             self.latest.save(int(step), args=ocp.args.Composite(
                 variables=ocp.args.StandardSave(variables), train=ocp.args.StandardSave(rest),
@@ -137,7 +160,7 @@ class Checkpoints:
 
     def save_best(self, step: int, variables: dict, meta: dict) -> None:
         """Keep ``variables`` as the best network so far (replacing the previous best)."""
-        meta = dict(meta, format_version=FORMAT_VERSION, step=int(step))
+        meta = dict(meta, format_version=format_version(meta.get("network")), step=int(step))
         with self._saving(BEST_DIR):
             self.best.save(int(step), args=ocp.args.Composite(
                 variables=ocp.args.StandardSave(variables), meta=ocp.args.JsonSave(meta)), force=True)
@@ -231,26 +254,63 @@ def _split(train_state: Any, key: jax.Array, with_buffer: bool) -> tuple[dict, d
     rest = {"opt_state": train_state.opt_state, "actor": train_state.actor, "resign": train_state.resign,
             "iteration": train_state.iteration, "step": train_state.step, "rng": key}
     if with_buffer:
-        rest["buffer"] = train_state.buffer
+        rest["buffer"] = _buffer_item(train_state.buffer)
     return variables, rest
+
+
+def _buffer_item(buffer: Any) -> Any:
+    """The buffer as saved: its rows (a NamedTuple) as a dict without the ``None`` fields.
+
+    Optional row fields (final boards, only with score/ownership heads) are ``None`` otherwise;
+    leaving them out keeps the on-disk tree of such runs exactly what older code wrote, so old
+    runs resume.
+    """
+    data = buffer.data
+    if hasattr(data, "_asdict"):
+        data = {name: value for name, value in data._asdict().items() if value is not None}
+    return buffer._replace(data=data)
+
+
+def _buffer_from_item(template: Any, item: Any) -> Any:
+    """Inverse of :func:`_buffer_item`: the rows back in the template's NamedTuple."""
+    data = item.data
+    if isinstance(data, dict) and hasattr(template.data, "_replace"):
+        data = template.data._replace(**data)
+    return item._replace(data=data)
 
 
 def _join(template: Any, variables: dict, rest: dict):
     state = template._replace(
         params=variables["params"], batch_stats=variables["batch_stats"], opt_state=rest["opt_state"],
         actor=rest["actor"], resign=rest["resign"], iteration=rest["iteration"], step=rest["step"],
-        buffer=rest.get("buffer", template.buffer))
+        buffer=_buffer_from_item(template.buffer, rest["buffer"]) if "buffer" in rest else template.buffer)
     return state, rest["rng"]
 
 
 def check_compatible(meta: dict, expect: dict, path: Path) -> None:
-    """Raise :class:`CheckpointError` naming the first setting that differs from the checkpoint's."""
+    """Raise :class:`CheckpointError` naming the first setting that differs from the checkpoint's.
+
+    Network fields added since a checkpoint was written count at their defaults there (so older
+    runs resume); the format version expected is the one the current network needs.
+    """
+    saved_version = meta.get("format_version")
+    if isinstance(saved_version, int) and saved_version > AUX_FORMAT_VERSION:
+        raise CheckpointError(f"checkpoint {path} has format version {saved_version}, newer than this code reads "
+                              f"(up to {AUX_FORMAT_VERSION}): the checkpoint format changed; upgrade othello-jax")
     for name in COMPATIBILITY_KEYS:
         if name not in expect:
             continue
         if name == "lanes" and not meta.get("buffer_saved", True):
             continue
         saved, wanted = meta.get(name), expect[name]
+        if name == "network":
+            saved, wanted = _network_fields(saved), _network_fields(wanted)
+        if name == "format_version" and "network" in expect:
+            wanted = format_version(expect["network"])
+            if saved != wanted:
+                raise CheckpointError(f"checkpoint {path} has format version {saved} but this network needs "
+                                      f"{wanted}: the checkpoint format changed (network options "
+                                      f"{meta.get('network')} there); use a new --workdir or matching settings")
         if saved != wanted:
             raise CheckpointError(f"checkpoint {path} is incompatible: {name} is {saved} there but {wanted} "
                                   f"in this config; use a new --workdir or matching settings")
@@ -292,6 +352,10 @@ def load_agent_variables(path: str | Path) -> tuple[NetworkConfig, dict, int]:
     where = directory / str(step)
     try:
         meta = manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta
+        version = meta.get("format_version", FORMAT_VERSION)
+        if isinstance(version, int) and version > AUX_FORMAT_VERSION:
+            raise ValueError(f"format version {version} is newer than this code reads (up to {AUX_FORMAT_VERSION}): "
+                             "the checkpoint format changed; upgrade othello-jax")
         config = NetworkConfig(**meta["network"])
         size = int(meta["board_size"])
     except Exception as error:

@@ -15,7 +15,14 @@ from ml_collections import ConfigDict
 
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet
-from othello_jax.training.losses import l2_penalty, policy_cross_entropy, policy_entropy, value_mse, weighted_mean
+from othello_jax.training.losses import (
+    auxiliary_losses,
+    l2_penalty,
+    policy_cross_entropy,
+    policy_entropy,
+    value_loss,
+    weighted_mean,
+)
 from othello_jax.training.samples import Samples
 
 
@@ -23,31 +30,38 @@ def loss_fn(params, batch_stats, net: AlphaZeroNet, game: Othello, batch: Sample
             loss_config: ConfigDict) -> tuple[jax.Array, tuple[Any, dict]]:
     """value MSE + policy cross-entropy + l2 * |W|^2 - entropy_bonus * H(policy), over a flat batch.
 
-    Runs the network in training mode (batch statistics from this batch) and returns the updated
-    batch-norm running averages with a dict of per-term metrics.
+    A WDL value head replaces the MSE by its cross-entropy; score and ownership heads add their
+    weighted terms (``loss.score_weight``, ``loss.ownership_weight``) where the batch has final
+    boards. Runs the network in training mode (batch statistics from this batch) and returns the
+    updated batch-norm running averages with a dict of per-term metrics.
     """
     obs = game.observation(batch.state)
     legal = game.legal_moves(batch.state)
-    (logits, value), updates = net.apply({"params": params, "batch_stats": batch_stats}, obs,
-                                         train=True, mutable=["batch_stats"])
+    (logits, value, extras), updates = net.apply({"params": params, "batch_stats": batch_stats}, obs,
+                                                 train=True, aux=True, mutable=["batch_stats"])
     mask = batch.mask
-    value_loss = weighted_mean(value_mse(value, batch.value), mask)
+    value_term, value_metrics = value_loss(value, extras, batch.value, mask)
     policy_loss = weighted_mean(policy_cross_entropy(logits, batch.policy, legal), mask)
     entropy = weighted_mean(policy_entropy(logits, legal), mask)
     target_logp = jnp.log(jnp.maximum(batch.policy, 1e-12))
     target_entropy = weighted_mean(-jnp.sum(batch.policy * target_logp, axis=-1), mask)
     l2 = l2_penalty(params)
-    loss = (float(loss_config.value_weight) * value_loss + policy_loss + float(loss_config.l2) * l2
+    loss = (float(loss_config.value_weight) * value_term + policy_loss + float(loss_config.l2) * l2
             - float(loss_config.entropy_bonus) * entropy)
+    aux_loss, aux_metrics = auxiliary_losses(extras, batch, game.size, loss_config)
+    if aux_metrics:
+        loss = loss + aux_loss
     metrics = {
         "loss": loss,
-        "value_loss": value_loss,
+        "value_loss": value_term,
         "policy_loss": policy_loss,
         "policy_kl": policy_loss - target_entropy,
         "policy_entropy": entropy,
         "target_entropy": target_entropy,
         "value_abs_error": weighted_mean(jnp.abs(value - batch.value), mask),
         "l2": l2,
+        **value_metrics,
+        **aux_metrics,
     }
     return loss, (updates.get("batch_stats", batch_stats), metrics)
 
