@@ -40,12 +40,13 @@ def evaluate(apply_fn: ApplyFn, variables: dict, states: State, game: Othello,
     the policy is mapped back, which averages out orientation biases of the network.
     """
     obs = game.observation(states)
+    # a WDL value head already reports value = p_win - p_loss; extra outputs (if any) are ignored
     if key is None:
-        logits, value = apply_fn(variables, obs)
+        logits, value = apply_fn(variables, obs)[:2]
     else:
         k = keys.draw(lambda kk, s: jax.random.randint(kk, s, 0, NUM_SYMMETRIES), key, obs.shape[:1])
         views = jnp.stack([transform_grid(obs, j, axes=(-3, -2)) for j in range(NUM_SYMMETRIES)])
-        logits, value = apply_fn(variables, _pick(views, k))
+        logits, value = apply_fn(variables, _pick(views, k))[:2]
         back = jnp.stack([transform_policy(logits, inverse(j), game.size) for j in range(NUM_SYMMETRIES)])
         logits = _pick(back, k)
     return mask_logits(logits.astype(jnp.float32), game.legal_moves(states)), value.astype(jnp.float32)
