@@ -18,12 +18,14 @@ import sys
 import time
 from pathlib import Path
 
+from othello_jax.commands.command import failure, make_parser
+
 DEFAULT_WTHOR = os.environ.get("OTHELLO_JAX_WTHOR", "../shared/data/wthor")
 DEFAULT_CACHE = "~/.cache/othello-jax"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="othello-jax accuracy", description=__doc__.split("\n\n")[0])
+    parser = make_parser("accuracy", __doc__)
     parser.add_argument("--checkpoint", required=True,
                         help="a training workdir (latest checkpoint), WORKDIR/best, or one step directory")
     parser.add_argument("--wthor", default=DEFAULT_WTHOR,
@@ -41,10 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-
-    def fail(message: str) -> int:
-        print(f"othello-jax accuracy: error: {message}", file=sys.stderr)
-        return 2
+    fail = failure("accuracy")
 
     if args.positions < 0:
         return fail(f"--positions must be >= 0, got {args.positions}")

@@ -15,7 +15,6 @@ of optimal moves by empty squares (``--random-plies=0`` plays from the start pos
 from __future__ import annotations
 
 import argparse
-import sys
 
 import jax
 
@@ -23,6 +22,7 @@ from othello_jax.agents import AgentSpecError, parse_agent
 from othello_jax.agents.gtp import EngineError
 from othello_jax.agents.perfect import solved_positions
 from othello_jax.agents.specs import parse_spec
+from othello_jax.commands.command import failure, make_parser
 from othello_jax.evaluation.arena import ArenaError, format_summary, match_openings, play_match
 from othello_jax.evaluation.openings import OpeningError
 from othello_jax.evaluation.perfect_play import format_report as format_perfect
@@ -36,7 +36,7 @@ SPEC_HELP = ("agent spec: random | greedy | alphabeta:depth=D | mcts:sims=S[,rol
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="othello-jax eval", description=__doc__.split("\n\n")[0])
+    parser = make_parser("eval", __doc__)
     parser.add_argument("--black", required=True, help="first player; " + SPEC_HELP)
     parser.add_argument("--white", required=True, help="second player (same spec syntax)")
     parser.add_argument("--games", type=int, default=100, help="games in all, even (default 100)")
@@ -53,10 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-
-    def fail(message: str, code: int = 2) -> int:
-        print(f"othello-jax eval: error: {message}", file=sys.stderr)
-        return code
+    fail = failure("eval")
 
     if args.size not in SIZES:
         return fail(f"--size must be one of {', '.join(map(str, SIZES))}, got {args.size}")

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 
+from othello_jax.commands.command import failure, make_parser
 from othello_jax.evaluation.testset import DEFAULT_COUNT, DEFAULT_HIGH, DEFAULT_LOW, make_testset
 from othello_jax.game import SIZES, Othello
 from othello_jax.solver import BACKENDS, CSolverUnavailable
@@ -22,7 +23,7 @@ from othello_jax.solver import testset as ts
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="othello-jax make-testset", description=__doc__.split("\n\n")[0])
+    parser = make_parser("make-testset", __doc__)
     parser.add_argument("--out", default=str(ts.DEFAULT_PATH), help=f"file to write (default {ts.DEFAULT_PATH})")
     parser.add_argument("--count", type=int, default=DEFAULT_COUNT, help=f"positions (default {DEFAULT_COUNT})")
     parser.add_argument("--low", type=int, default=DEFAULT_LOW, help=f"fewest empties (default {DEFAULT_LOW})")
@@ -37,10 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-
-    def fail(message: str) -> int:
-        print(f"othello-jax make-testset: error: {message}", file=sys.stderr)
-        return 2
+    fail = failure("make-testset")
 
     if args.size not in SIZES:
         return fail(f"--size must be one of {', '.join(map(str, SIZES))}, got {args.size}")

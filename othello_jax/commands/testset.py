@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 
 import jax
 
 from othello_jax.commands import agent_options
+from othello_jax.commands.command import failure, make_parser
 from othello_jax.evaluation.testset import score_agent
 from othello_jax.game import Othello
 from othello_jax.solver import testset as ts
@@ -27,7 +27,7 @@ from othello_jax.solver.accuracy import format_bands
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="othello-jax testset", description=__doc__.split("\n\n")[0])
+    parser = make_parser("testset", __doc__)
     agent_options.add_arguments(parser)
     parser.add_argument("--file", help=f"test set file (default: the packaged {ts.DEFAULT_PATH.name})")
     parser.add_argument("--batch", type=int, default=0, help="positions per agent call (default: all)")
@@ -38,10 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-
-    def fail(message: str) -> int:
-        print(f"othello-jax testset: error: {message}", file=sys.stderr)
-        return 2
+    fail = failure("testset")
 
     try:
         testset = ts.load(args.file)

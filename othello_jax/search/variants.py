@@ -44,17 +44,27 @@ def _max_depth(config: ml_collections.ConfigDict) -> int | None:
     return int(config.max_depth) or None
 
 
+def _search(config: ml_collections.ConfigDict, lockstep_policy: Callable, mctx_policy: Callable, start,
+            variables, key, root, recurrent_fn, invalid, **kwargs):
+    """Run a variant's policy on the engine ``config.engine`` names, with the arguments every variant shares.
+
+    ``"lockstep"`` calls ``lockstep_policy`` (the project's engine, with ``config.tree_updates`` and
+    the reused ``start`` tree); ``"mctx"`` calls ``mctx_policy`` (mctx's public policy, which
+    starts every search afresh). ``kwargs`` are the variant's own settings.
+    """
+    if config.engine == "mctx":
+        policy = mctx_policy
+    else:
+        policy = functools.partial(lockstep_policy, updates=str(config.tree_updates), start=start)
+    return policy(variables, key, root, recurrent_fn, num_simulations=int(config.num_simulations),
+                  invalid_actions=invalid, max_depth=_max_depth(config), **kwargs)
+
+
 def _gumbel(config, variables, key, root, recurrent_fn, invalid, start=None) -> VariantOutput:
     """Gumbel MuZero: sequential halving at the root; target = improved policy."""
-    if config.engine == "mctx":
-        policy = mctx.gumbel_muzero_policy
-    else:
-        policy = functools.partial(policies.gumbel_muzero_policy, updates=str(config.tree_updates), start=start)
-    out = policy(
-        variables, key, root, recurrent_fn,
-        num_simulations=int(config.num_simulations),
-        invalid_actions=invalid,
-        max_depth=_max_depth(config),
+    out = _search(
+        config, policies.gumbel_muzero_policy, mctx.gumbel_muzero_policy, start,
+        variables, key, root, recurrent_fn, invalid,
         qtransform=_qtransform(config),
         max_num_considered_actions=int(config.max_num_considered_actions),
         gumbel_scale=float(config.gumbel_scale),
@@ -79,15 +89,10 @@ def _puct(config, variables, key, root, recurrent_fn, invalid, start=None) -> Va
     noise = dirichlet_noise(noise_key, legal, float(config.dirichlet_alpha_scale))
     probs = (1.0 - fraction) * jax.nn.softmax(root.prior_logits) + fraction * noise
     root = root.replace(prior_logits=mask_logits(jnp.log(jnp.maximum(probs, 1e-30)), legal))
-    if config.engine == "mctx":
-        policy = functools.partial(mctx.muzero_policy, dirichlet_fraction=0.0)  # noise added above
-    else:
-        policy = functools.partial(policies.muzero_policy, updates=str(config.tree_updates), start=start)
-    out = policy(
-        variables, search_key, root, recurrent_fn,
-        num_simulations=int(config.num_simulations),
-        invalid_actions=invalid,
-        max_depth=_max_depth(config),
+    out = _search(
+        config, policies.muzero_policy,
+        functools.partial(mctx.muzero_policy, dirichlet_fraction=0.0),  # noise added above
+        start, variables, search_key, root, recurrent_fn, invalid,
         qtransform=mctx.qtransform_by_parent_and_siblings,
         pb_c_init=float(config.pb_c_init),
         pb_c_base=float(config.pb_c_base),
