@@ -2,6 +2,37 @@
 
     tree, count = reroot(old_tree, action)                 # the played child's subtree
     tree, count = reroot(old_tree, action, reply)          # two plies down, after the reply too
+    tree, count = reroot_at(old_tree, find_descendant(old_tree, states))   # wherever ``states`` is
+
+What reuse means (``search.reuse``, off by default; ``run_search(..., start=...)``):
+
+- Kept: the subtree below the position reached, node by node (visits, values, priors, rewards,
+  embeddings), renumbered from 0. Everything else of the old tree is dropped.
+- Capacity: a reusing search's trees have the fixed ``reuse_capacity = reuse_nodes +
+  num_simulations`` nodes (``reuse_nodes`` 0 means ``num_simulations + 1``). At most
+  ``reuse_nodes`` nodes are inherited, the oldest first (a node's parent is older, so the kept
+  part stays a tree); ``num_simulations`` stays the number of NEW network evaluations per move.
+- Root: re-evaluated by the network every move (fresh priors, fresh symmetry draw) with fresh
+  noise: PUCT's Dirichlet noise is mixed into the new priors, Gumbel draws new Gumbel variables.
+- Gumbel: reuse below the root only. The root's visit count and child statistics restart, so
+  sequential halving spends all ``num_simulations`` as without reuse and the improved-policy
+  target keeps its guarantee; the children's subtrees are inherited, so a child's value (the
+  completed Q) already includes its inherited visits when the search reaches it.
+- PUCT: the root keeps its inherited visits and child statistics; new simulations add to them.
+- Training targets (self-play): the policy target is what the search returns: for PUCT the
+  root visit distribution INCLUDING inherited visits (as in Leela Zero and KataGo: the whole
+  tree's visits), for Gumbel the improved policy over new root visits and (inherited +
+  new) child values. Harvested positions (``selfplay.harvest``) come from the whole tree,
+  inherited nodes included with their total visits (a search without reuse would revisit the
+  same positions next move too). Value targets use the root's search value as usual.
+- Where: self-play plays both sides, so its scan carries the played child's subtree (one ply
+  down; games that ended or resigned start empty). A ``net:...,reuse=1`` player keeps its last
+  tree and finds the position now on the board among the root's children and grandchildren
+  (:func:`find_descendant`, by comparing positions): two plies down after its move and the
+  reply, one if it plays both sides; any other position starts from an empty tree, and
+  interactive sessions drop the tree on undo, clear_board and a new or set-up position.
+- Measured: the share of evaluations inherited is ``SelfPlayStats.reused_share``;
+  ``experiments/bench_reuse.py`` measures it and the strength at equal simulations and time.
 
 The new root is the node reached from the old root by ``action`` (then ``reply``). Its subtree is
 kept node by node: nodes are renumbered compactly in their old index order (a parent always
@@ -22,6 +53,7 @@ loop over trees: membership is found by pointer doubling over the parent links
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -35,13 +67,40 @@ def reroot(tree: mctx.Tree, action: jax.Array, reply: jax.Array | None = None,
     action, reply: int32 [B]. keep: at most this many nodes per tree (default: the capacity).
     Returns (tree of the same shapes, int32 [B] nodes kept).
     """
-    batch, nodes = tree.node_visits.shape
-    rows = jnp.arange(batch)
-    index = jnp.arange(nodes, dtype=jnp.int32)
+    rows = jnp.arange(tree.node_visits.shape[0])
     root = tree.children_index[rows, mctx.Tree.ROOT_INDEX, action]
     if reply is not None:
         root = jnp.where(root >= 0, tree.children_index[rows, jnp.maximum(root, 0), reply], mctx.Tree.UNVISITED)
-    root = root.astype(jnp.int32)
+    return reroot_at(tree, root.astype(jnp.int32), keep)
+
+
+def find_descendant(tree: mctx.Tree, states: Any) -> jax.Array:
+    """Per tree, the expanded child or grandchild of the root whose position equals ``states[b]``.
+
+    Positions are compared leaf by leaf on the stored embeddings (a :class:`State` batch with
+    leading axis B). Returns int32 [B] node indices, -1 where the position is not one or two
+    plies below the root (or the tree is empty): a search there starts afresh.
+    """
+    batch, nodes = tree.node_visits.shape
+    parents = tree.parents
+    grand = jnp.take_along_axis(parents, jnp.maximum(parents, 0), axis=1)
+    near = (parents == mctx.Tree.ROOT_INDEX) | ((parents > mctx.Tree.ROOT_INDEX) & (grand == mctx.Tree.ROOT_INDEX))
+    same = near & (tree.node_visits > 0) & (jnp.arange(nodes) > mctx.Tree.ROOT_INDEX)[None, :]
+    for stored, wanted in zip(jax.tree.leaves(tree.embeddings), jax.tree.leaves(states), strict=True):
+        equal = stored == jnp.asarray(wanted)[:, None]
+        same = same & jnp.all(equal.reshape(batch, nodes, -1), axis=-1)
+    first = jnp.argmax(same, axis=1).astype(jnp.int32)
+    return jnp.where(jnp.any(same, axis=1), first, mctx.Tree.UNVISITED).astype(jnp.int32)
+
+
+def reroot_at(tree: mctx.Tree, root: jax.Array, keep: int | None = None) -> tuple[mctx.Tree, jax.Array]:
+    """The subtree below node ``root[b]`` of every tree (-1: an empty tree), renumbered from 0.
+
+    The general form of :func:`reroot`; returns (tree of the same shapes, int32 [B] nodes kept).
+    """
+    batch, nodes = tree.node_visits.shape
+    index = jnp.arange(nodes, dtype=jnp.int32)
+    root = jnp.asarray(root, jnp.int32)
 
     # inside[b, n]: n is root[b] or one of its descendants (pointer doubling; slot `nodes` is a sink)
     sink = jnp.full((batch, 1), nodes, jnp.int32)

@@ -13,7 +13,7 @@ from othello_jax.game import Othello, State
 from othello_jax.search import keys
 from othello_jax.search.config import check_search_config
 from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn
-from othello_jax.search.reuse import reroot
+from othello_jax.search.reuse import find_descendant, reroot, reroot_at
 from othello_jax.search.tree import empty_tree
 from othello_jax.search.variants import VARIANTS
 
@@ -110,16 +110,46 @@ def reuse_tree(config: ml_collections.ConfigDict, tree: mctx.Tree, action: jax.A
                reply: jax.Array | None = None) -> tuple[mctx.Tree, jax.Array]:
     """The start for the next search after ``action`` (and ``reply``): the subtree kept, capped at
     ``reuse_nodes`` (oldest kept), in a tree of :func:`reuse_capacity` nodes."""
+    tree, count = reroot(_fit(config, tree), action, reply, keep=reuse_capacity(config) - int(config.num_simulations))
+    return tree.replace(extra_data=None), count  # the next search sets its own (one carry structure)
+
+
+def reuse_node(config: ml_collections.ConfigDict, tree: mctx.Tree, node: jax.Array) -> tuple[mctx.Tree, jax.Array]:
+    """Like :func:`reuse_tree` for the subtree below node ``node[b]`` (int32 [B]; -1: start empty)."""
+    tree, count = reroot_at(_fit(config, tree), node, keep=reuse_capacity(config) - int(config.num_simulations))
+    return tree.replace(extra_data=None), count
+
+
+def reuse_for(config: ml_collections.ConfigDict, tree: mctx.Tree, states: State) -> tuple[mctx.Tree, jax.Array]:
+    """The start for searching ``states`` with the last search's ``tree``: the subtree of the child
+    or grandchild of its root that is this position (found by comparing positions), else empty.
+
+    What a player keeps between its moves: its own move and the opponent's reply need not be
+    known, and a position the tree does not hold (an undo, a new game) starts afresh.
+    """
+    return reuse_node(config, tree, find_descendant(_fit(config, tree), states))
+
+
+def empty_start(config: ml_collections.ConfigDict, states: State, num_actions: int) -> tuple[mctx.Tree, jax.Array]:
+    """An empty start (no node inherited) of :func:`reuse_capacity` nodes for the roots ``states``."""
+    batch = jax.tree.leaves(states)[0].shape[0]
+    root = mctx.RootFnOutput(prior_logits=jnp.zeros((batch, num_actions), jnp.float32),
+                             value=jnp.zeros((batch,), jnp.float32), embedding=states)
+    return empty_tree(root, reuse_capacity(config)), jnp.zeros((batch,), jnp.int32)
+
+
+def _fit(config: ml_collections.ConfigDict, tree: mctx.Tree) -> mctx.Tree:
+    """``tree`` in :func:`reuse_capacity` nodes (a tree built without reuse is padded with empty nodes)."""
     capacity = reuse_capacity(config)
     nodes = tree.node_visits.shape[1]
-    if nodes < capacity:  # a tree built without reuse: pad with empty nodes
+    if nodes < capacity:
         pad = lambda x, fill: jnp.concatenate(
             [x, jnp.full((x.shape[0], capacity - nodes) + x.shape[2:], fill, x.dtype)], axis=1)
         tree = tree.replace(**{name: pad(getattr(tree, name), fill) for name, fill in _NODE_FILLS.items()},
                             embeddings=jax.tree.map(lambda x: pad(x, 0), tree.embeddings))
     elif nodes > capacity:
         raise ValueError(f"a tree of {nodes} nodes does not fit the reuse capacity {capacity}")
-    return reroot(tree, action, reply, keep=capacity - int(config.num_simulations))
+    return tree
 
 
 _NODE_FILLS = dict(node_visits=0, raw_values=0, node_values=0, parents=mctx.Tree.NO_PARENT,

@@ -33,6 +33,7 @@ from othello_jax.game import BLACK, Othello, State, play_transcript
 from othello_jax.game.fusion import step_materialized
 from othello_jax.game.lines import pad_lines, replay_lines
 from othello_jax.search import keys as search_keys
+from othello_jax.search.run import empty_start, reuse_node
 from othello_jax.training.samples import Samples, final_boards, flatten, no_final_boards
 
 VALUE_TARGETS = ("z", "q", "zq", "lambda")
@@ -295,6 +296,8 @@ class SelfPlayStats(NamedTuple):
     prior_entropy: jax.Array
     target_entropy: jax.Array
     search_value_abs: jax.Array  # mean |q|, a confidence gauge
+    # subtree reuse: evaluations inherited / (inherited + new) over the positions searched (0 when off)
+    reused_share: jax.Array
 
 
 class _Carry(NamedTuple):
@@ -304,6 +307,7 @@ class _Carry(NamedTuple):
     resigned_color: jax.Array  # [B] colour that resigned
     min_value: jax.Array  # [B, 2] lowest searched value per colour (its own moves)
     key: jax.Array
+    start: tuple | None = None  # search.reuse: (tree, nodes kept) for the next search, else None
 
 
 def _entropy(probs: jax.Array) -> jax.Array:
@@ -396,6 +400,7 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
     per_lane = int(config.num_games)
     batch, plies = per_lane * (lanes or 1), num_plies(config, game)
     harvest_count = int(config.harvest.per_tree)
+    sims = int(search_config.num_simulations)
     resign_on = bool(config.resign.enabled)
     key, open_key, playout_key = search_keys.split(key, 3)
 
@@ -408,11 +413,13 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
     playout = search_keys.draw(jax.random.uniform, playout_key, (batch,)) < float(config.resign.playout_fraction)
     # one threshold (no lanes) or each game its lane's threshold
     threshold = resign_state.threshold if lanes is None else jnp.repeat(resign_state.threshold, per_lane)
+    reuse = bool(search_config.get("reuse", False))
+    rows = jnp.arange(batch)
 
     def ply_fn(carry: _Carry, _):
         key, search_key, act_key = search_keys.split(carry.key, 3)
         state = carry.state
-        result = search.run_search(search_config, apply_fn, variables, state, search_key, game)
+        result = search.run_search(search_config, apply_fn, variables, state, search_key, game, start=carry.start)
         temperature = jnp.where(state.ply < int(config.temperature_plies), float(config.temperature), 0.0)
         action = search.select_action(result, temperature, act_key)
         active = carry.active
@@ -434,12 +441,17 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
             min_value=min_value,
             key=key,
         )
+        if reuse:  # self-play plays both sides: the played child's subtree starts the next search
+            child = result.tree.children_index[rows, 0, action]
+            new_carry = new_carry._replace(
+                start=reuse_node(search_config, result.tree, jnp.where(moving, child, -1)))
         prior = jax.nn.softmax(result.prior_logits)
         record = dict(
             state=state, policy=result.policy_target, mask=active, search_value=value,
             ply=state.ply.astype(jnp.int32), action=jnp.where(moving, action, -1),
             prior_entropy=_entropy(jnp.where(result.legal, prior, 0.0)),
             target_entropy=_entropy(result.policy_target), color=color,
+            inherited=carry.start[1] if reuse else jnp.zeros((batch,), jnp.int32),
         )
         if harvest_count:
             extra = harvest(result.tree, game, harvest_count, int(config.harvest.min_visits))
@@ -453,6 +465,7 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
         resigned_color=jnp.zeros((batch,), jnp.int32),
         min_value=jnp.ones((batch, 2), jnp.float32),
         key=key,
+        start=empty_start(search_config, start, game.num_actions) if reuse else None,
     )
     final, rec = jax.lax.scan(ply_fn, carry, None, length=plies)
     mask = rec["mask"]
@@ -483,26 +496,29 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
         new_resign = update_resign_state(config, resign_state, final.min_value, result, playout & ~final.resigned)
         if not resign_on:
             new_resign = resign_state
-        stats = _stats(output, final, result, new_resign)
+        stats = _stats(output, final, result, new_resign, rec["inherited"], sims)
         return output, stats, new_resign
 
     # split the folded batch back into lanes: [T, L*G, ...] -> [L, T, G, ...], [L*G, ...] -> [L, G, ...]
     by_lane = lambda x: x.reshape((lanes, per_lane) + x.shape[1:])
     by_lane_t = lambda x: jnp.moveaxis(x.reshape(x.shape[:1] + (lanes, per_lane) + x.shape[2:]), 1, 0)
     output = jax.tree.map(by_lane_t, output)
-    final = jax.tree.map(by_lane, final._replace(key=None))
+    final = jax.tree.map(by_lane, final._replace(key=None, start=None))
+    inherited = by_lane_t(rec["inherited"])
     result, playout = by_lane(result), by_lane(playout)
     if resign_on:
         update = functools.partial(update_resign_state, config)
         new_resign = jax.vmap(update)(resign_state, final.min_value, result, playout & ~final.resigned)
     else:
         new_resign = resign_state
-    stats = jax.vmap(_stats)(output, final, result, new_resign)
+    stats = jax.vmap(functools.partial(_stats, sims=sims))(output, final, result, new_resign, inherited)
     return output, stats, new_resign
 
 
-def _stats(out: SelfPlayOutput, final: _Carry, result: jax.Array, resign: ResignState) -> SelfPlayStats:
+def _stats(out: SelfPlayOutput, final: _Carry, result: jax.Array, resign: ResignState, inherited: jax.Array,
+           sims: int) -> SelfPlayStats:
     mask = out.samples.mask
+    kept = jnp.sum(jnp.where(mask, inherited, 0).astype(jnp.float32))
     f32 = lambda x: jnp.asarray(x, jnp.float32)
     positions = jnp.sum(mask)
     mean = lambda x: jnp.sum(jnp.where(mask, x, 0.0)) / jnp.maximum(positions, 1)
@@ -522,4 +538,5 @@ def _stats(out: SelfPlayOutput, final: _Carry, result: jax.Array, resign: Resign
         prior_entropy=f32(mean(out.prior_entropy)),
         target_entropy=f32(mean(out.target_entropy)),
         search_value_abs=f32(mean(jnp.abs(out.search_value))),
+        reused_share=f32(kept / jnp.maximum(kept + sims * f32(positions), 1.0)),
     )
