@@ -2,8 +2,10 @@
 
 Small network (4 blocks x 32 channels), Gumbel search with 16 simulations, 128 games per
 iteration, value targets mixing outcome and search value with exact values for the last 6
-empty squares, AdamW with cosine decay. Training stops (with a checkpoint and a final
-evaluation) after ``max_minutes`` even if ``iterations`` are not done.
+empty squares, AdamW with cosine decay. The schedules run on the minutes clock: the cosine
+learning rate and the replay window's growth follow the share of the 26-minute budget used,
+so they finish on a slow machine too. Training stops after ``max_minutes`` (its final
+evaluation and checkpoint included) even if ``iterations`` are not done.
 
     othello-jax train --config=experiments/configs/othello6_cpu.py --workdir=runs/othello6
 """
@@ -16,6 +18,7 @@ def get_config():
     c.board_size = 6
     c.iterations = 240
     c.max_minutes = 26.0
+    c.schedule_clock = "minutes"  # learning rate and window over the budget, not over the 240 iterations
     c.network.update(preset="", blocks=4, channels=32, value_hidden=32)
     c.search.update(variant="gumbel", num_simulations=16, max_num_considered_actions=8)
     c.selfplay.update(num_games=128, temperature_plies=8, value_target="zq", exact_endgame_empties=6)

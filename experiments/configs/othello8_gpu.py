@@ -1,7 +1,11 @@
 """8x8 on one NVIDIA GPU: bfloat16 network, thousands of parallel games, AdamW with cosine decay.
 
     othello-jax train --config=experiments/configs/othello8_gpu.py --workdir=runs/o8gpu \
-        --config.max_minutes=20
+        --config.max_minutes=20 --config.schedule_clock=minutes
+
+With a time limit, ``schedule_clock=minutes`` makes the learning rate and replay window follow
+the share of the 20 minutes used (and the stage "50:" could be written "25%:"), so the
+schedules finish however fast the GPU is.
 """
 
 from othello_jax.training.config import default_config

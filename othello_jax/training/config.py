@@ -13,6 +13,32 @@ settings (``CHANGEABLE_IN_STAGES``). What the run's state is built from (board s
 replay capacity and lanes, seed, length, devices) cannot change mid-run: a stage naming it is
 a one-line error when the config is checked. Settings that are plain numbers inside the
 compiled iteration (learning rate by step, replay window by iteration) have their own schedules.
+
+Schedules in time (``schedule_clock``). With ``schedule_clock = "iterations"`` (the default)
+the learning rate follows gradient steps and the replay window iterations, as above. With
+``"minutes"`` (needs ``max_minutes > 0``) they follow the *schedule position*, the share of the
+training-time budget used: the training seconds recorded in the checkpoint divided by the
+*horizon*, the time at which the last iteration ends (``max_minutes`` less one iteration and
+the final evaluation and checkpoint, all measured; see :mod:`othello_jax.training.budget`),
+or the share of ``iterations`` done if that is larger. The iteration-counted settings are read
+on the nominal run of ``iterations`` laid over the budget: position p is gradient step
+``p * total_steps`` of the learning-rate schedule (``warmup_steps``, ``boundaries`` and
+``total_steps`` keep their meaning as shares of ``total_steps``) and iteration
+``p * iterations`` of the window growth. So the learning rate reaches its end value in the last
+iteration on a fast machine and a slow one alike, and a resumed run continues the same curve.
+The position is passed to the compiled iteration as an argument (no recompilation).
+
+Stages can be keyed by time as well, with either clock (one kind per config)::
+
+    config.stages = "8m: search.num_simulations=32; 16.5m: selfplay.temperature_plies=4"
+    config.stages = "50%: search.num_simulations=32"   # half-way through the schedule
+
+``Nm`` starts after N minutes of training time (as recorded in the checkpoint, so the stage in
+force after a resume is the one for the recorded time); ``N%`` starts when the schedule
+position reaches N% (the same position the learning rate follows; with the iterations clock,
+N% of ``iterations``). Simulations, temperatures and the window are changed at a time this way.
+Whatever the clock, a run with ``max_minutes`` stops early enough that its final evaluation
+and checkpoint also fit inside ``max_minutes``.
 """
 
 from __future__ import annotations
@@ -36,6 +62,9 @@ def default_config() -> ConfigDict:
     c.board_size = 8
     c.iterations = 100
     c.max_minutes = 0.0  # stop (and checkpoint) after this much training time; 0 = no limit
+    # what the learning-rate and replay-window schedules follow: "iterations" (gradient steps,
+    # iterations) or "minutes" (the share of max_minutes used; see the module docstring)
+    c.schedule_clock = "iterations"
     c.num_devices = 0  # 0 = all devices (of all hosts)
     # several processes (hosts) training one run: jax.distributed.initialize() with these settings;
     # "" / 0 / -1 = from $JAX_COORDINATOR_ADDRESS, $JAX_NUM_PROCESSES, $JAX_PROCESS_ID, or detected
@@ -87,12 +116,18 @@ def check_config(config: ConfigDict) -> None:
     The base config and the config of every stage are checked, so a bad stage fails before
     anything is trained.
     """
+    clock = str(config.get("schedule_clock", "iterations"))
+    _need(clock in CLOCKS, f"schedule_clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
+    _need(clock != "minutes" or float(config.max_minutes) > 0,
+          "schedule_clock='minutes' needs max_minutes > 0 (the schedules run over that budget)")
     stages = parse_stages(config.stages, config)
+    unit = stage_unit(config.stages)
     for index, (start, _) in enumerate(stages):
         try:
             _check_values(stage_config(config, stages, index))
         except ValueError as error:
-            raise ValueError(f"{error} (in the stage from iteration {start})" if index else str(error)) from None
+            where = f" (in the stage from {stage_label(start, unit)})" if index else ""
+            raise ValueError(f"{error}{where}") from None
 
 
 def _check_values(config: ConfigDict) -> None:
@@ -133,7 +168,8 @@ def _check_values(config: ConfigDict) -> None:
 # ---------------------------------------------------------------------------------------------
 # stages
 # ---------------------------------------------------------------------------------------------
-Stage = tuple[int, tuple[tuple[str, str], ...]]
+# (start, ((dotted key, value), ...)); start in the unit of :func:`stage_unit`
+Stage = tuple[float, tuple[tuple[str, str], ...]]
 
 # what a stage may change: a dotted key equal to one of these or inside a section ending in "."
 CHANGEABLE_IN_STAGES = (
@@ -148,20 +184,64 @@ def changeable_in_stages(key: str) -> bool:
     return any(key == c or (c.endswith(".") and key.startswith(c)) for c in CHANGEABLE_IN_STAGES)
 
 
-def parse_stages(text: str, config: ConfigDict) -> list[Stage]:
-    """``"ITER: key=value, key=value; ITER: ..."`` -> sorted ``[(iter, ((key, value), ...))]``.
+CLOCKS = ("iterations", "minutes")
+# how a stage's start is written: "12" (iteration), "8m" / "8.5m" (minutes of training time),
+# "50%" / "12.5%" (schedule position)
+STAGE_UNITS = {"": "iterations", "m": "minutes", "%": "percent"}
 
-    Keys are dotted config paths that must exist (e.g. ``search.num_simulations``); iteration 0
-    (the base config) is always the first stage.
+
+def _stage_start(head: str, chunk: str) -> tuple[str, float | int]:
+    """``(unit, start)`` of one stage's head; a one-line ``ValueError`` if it is malformed."""
+    suffix = head[-1:] if head[-1:] in ("m", "%") else ""
+    number = head[: len(head) - len(suffix)].strip()
+    if not number or not number.isascii() or not (number.isdigit() if not suffix else
+                                                   number.replace(".", "", 1).isdigit()):
+        # '²'.isdigit() is true but int('²') fails; iterations are whole numbers
+        raise ValueError(f"stage {chunk!r} must look like 'ITERATION: key=value, ...' "
+                         "(or 'MINUTESm: ...', 'PERCENT%: ...')")
+    if len(number) > 9:  # beyond any run's length (and int()'s 4300-digit limit)
+        raise ValueError(f"stage start {number[:9]}... is too large")
+    unit = STAGE_UNITS[suffix]
+    if unit == "percent" and float(number) > 100:
+        raise ValueError(f"stage start {head} is past the end of the schedule (100%)")
+    return unit, int(number) if unit == "iterations" else float(number)
+
+
+def stage_unit(text: str) -> str:
+    """How the stages of ``text`` are keyed: "iterations", "minutes" or "percent" (one kind per config)."""
+    units = set()
+    for chunk in filter(None, (part.strip() for part in str(text or "").split(";"))):
+        head, sep, _ = chunk.partition(":")
+        if sep:
+            units.add(_stage_start(head.strip(), chunk)[0])
+    if len(units) > 1:
+        raise ValueError(f"stages {text!r} mix iterations ('N:'), minutes ('Nm:') and schedule shares ('N%:'); "
+                         "key them all one way")
+    return units.pop() if units else "iterations"
+
+
+def stage_label(start: float, unit: str) -> str:
+    """A stage's start for messages: "iteration 20", "8.0 minutes", "50.0%"."""
+    return {"iterations": f"iteration {start}", "minutes": f"{start:g} minutes of training",
+            "percent": f"{start:g}% of the schedule"}[unit]
+
+
+def parse_stages(text: str, config: ConfigDict) -> list[Stage]:
+    """``"START: key=value, key=value; START: ..."`` -> sorted ``[(start, ((key, value), ...))]``.
+
+    START is an iteration (``20``), minutes of training time (``8m``, ``8.5m``) or a share of
+    the schedule (``50%``), the same kind for every stage (:func:`stage_unit`). Keys are dotted
+    config paths that must exist (e.g. ``search.num_simulations``); the base config is always
+    the first stage, starting at 0.
     """
+    unit = stage_unit(text)
     stages: list[Stage] = [(0, ())]
     for chunk in filter(None, (part.strip() for part in str(text or "").split(";"))):
         head, sep, body = chunk.partition(":")
-        head = head.strip()
-        if not sep or not (head.isascii() and head.isdigit()):  # '²'.isdigit() is true, int('²') fails
-            raise ValueError(f"stage {chunk!r} must look like 'ITERATION: key=value, ...'")
-        if len(head) > 9:  # beyond any run's length (and int()'s 4300-digit limit)
-            raise ValueError(f"stage iteration {head[:9]}... is too large")
+        if not sep:
+            raise ValueError(f"stage {chunk!r} must look like 'ITERATION: key=value, ...' "
+                             "(or 'MINUTESm: ...', 'PERCENT%: ...')")
+        _, start = _stage_start(head.strip(), chunk)
         pairs = []
         for item in filter(None, (p.strip() for p in body.split(","))):
             key, eq, value = item.partition("=")
@@ -172,11 +252,12 @@ def parse_stages(text: str, config: ConfigDict) -> list[Stage]:
                 raise ValueError(f"stage setting {key.strip()!r} cannot change mid-run (it shapes the run's state); "
                                  "set it in the config instead")
             pairs.append((key.strip(), value.strip()))
-        stages.append((int(head), tuple(pairs)))
+        stages.append((start, tuple(pairs)))
     stages.sort(key=lambda s: s[0])
     starts = [s[0] for s in stages]
     if len(set(starts)) != len(starts):
-        raise ValueError(f"two stages start at the same iteration in {text!r}")
+        where = {"iterations": "iteration", "minutes": "time", "percent": "share"}[unit]
+        raise ValueError(f"two stages start at the same {where} in {text!r}")
     return stages
 
 
@@ -208,9 +289,10 @@ def _convert(value: str, like):
     return value
 
 
-def stage_index(stages: list[Stage], iteration: int) -> int:
-    """Index of the stage in force at ``iteration`` (0-based iterations completed)."""
-    return max(i for i, (start, _) in enumerate(stages) if start <= iteration)
+def stage_index(stages: list[Stage], at: float) -> int:
+    """Index of the stage in force at ``at``: iterations completed (0-based), minutes of
+    training time or percent of the schedule, in the unit the stages are keyed by."""
+    return max(i for i, (start, _) in enumerate(stages) if start <= at)
 
 
 def stage_config(config: ConfigDict, stages: list[Stage], index: int) -> ConfigDict:

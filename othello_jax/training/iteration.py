@@ -1,7 +1,8 @@
 """The compiled training iteration: self-play -> replay -> K gradient steps, one jitted function.
 
     step = make_iteration(config, game, net, optimizer, selfplay_fn, mesh)
-    train_state, metrics = step(train_state, key)
+    train_state, metrics = step(train_state, key)              # schedule_clock "iterations"
+    train_state, metrics = step(train_state, key, positions)   # "minutes": float32[2] schedule span
 
 Data parallelism is over a 1-D device :class:`~jax.sharding.Mesh` with axis ``"data"``: network
 parameters and optimizer state are replicated; self-play games, the replay buffer and the
@@ -29,7 +30,7 @@ from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, init_variables
 from othello_jax.training import replay
 from othello_jax.training.config import optimizer_config
-from othello_jax.training.optimizers import learning_rate_schedule
+from othello_jax.training.optimizers import learning_rate_schedule, position_schedule, scale_updates
 from othello_jax.training.samples import Samples, flatten
 from othello_jax.training.sgd import make_sgd_step
 
@@ -145,7 +146,7 @@ def unroll_gradient_steps(train_config: ConfigDict) -> bool:
 
 def replay_window(replay_config: ConfigDict, iteration: jax.Array) -> jax.Array:
     """Generations to sample from: ``window_start``, growing by one every ``window_grow_every``
-    iterations up to ``window_max``."""
+    iterations up to ``window_max`` (with the minutes clock, ``iteration`` is the nominal one)."""
     start = int(replay_config.window_start)
     grow = int(replay_config.get("window_grow_every", 0))
     if grow <= 0:
@@ -194,6 +195,13 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
     positions (split evenly over the lanes) sampled from the window, augmented and optionally
     with duplicate targets averaged. Unless ``config.gating.enabled``, the actor becomes the new
     network. The input state is donated (its buffer is updated in place).
+
+    With ``config.schedule_clock == "minutes"`` the function takes a third argument, the schedule
+    positions ``[start, end]`` (float32[2], in [0, 1]) this iteration spans: gradient step i of K
+    uses the learning rate at ``start + (end - start) * (i + 1) / K`` (so the last step of the
+    run's last iteration, whose end is 1, uses the end value), and the replay window is that of
+    the nominal iteration ``start * iterations``. ``optimizer`` must then be built with
+    ``make_optimizer(..., clock="minutes")``. Extra metrics: ``schedule_position`` (the end).
     """
     lanes = train_state_example.buffer.lanes
     batch_size = int(config.train.batch_size)
@@ -207,19 +215,30 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
     dedup = bool(config.replay.average_duplicates)
     gating = bool(config.gating.enabled)
     unroll = unroll_gradient_steps(config.train)
+    minutes = str(config.get("schedule_clock", "iterations")) == "minutes"
     sgd_step = make_sgd_step(net, game, optimizer, config.loss)
     schedule = learning_rate_schedule(optimizer_config(config))
+    rate_at = position_schedule(optimizer_config(config))
+    nominal_iterations = int(config.iterations)
     play = lane_selfplay(selfplay_fn, mesh)
     batch_sharding = NamedSharding(mesh, PartitionSpec(AXIS))
 
-    def iteration(ts: TrainState, key: jax.Array):
+    def iteration(ts: TrainState, key: jax.Array, positions: jax.Array | None = None):
         play_key, train_key = jax.random.split(key)
         samples, stats, resign = play(ts.actor, jax.random.split(play_key, lanes), ts.resign)
         buffer = replay.add(ts.buffer, samples)
-        window = replay_window(config.replay, ts.iteration)
+        if positions is None:  # the iterations clock: the schedules follow the counters
+            window = replay_window(config.replay, ts.iteration)
+            rates = None
+        else:  # the minutes clock: the schedules follow the positions the loop measured
+            nominal = jnp.floor(positions[0] * nominal_iterations).astype(jnp.int32)
+            window = replay_window(config.replay, nominal)
+            shares = jnp.arange(1, steps + 1, dtype=jnp.float32) / steps
+            rates = rate_at(positions[0] + (positions[1] - positions[0]) * shares)
 
-        def train_one(carry, k):
+        def train_one(carry, xs):
             params, batch_stats, opt_state = carry
+            k, rate = xs
             sample_key, augment_key = jax.random.split(k)
             batch = replay.sample(buffer, sample_key, per_lane, window)
             if dedup:
@@ -228,11 +247,13 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
                 batch = replay.augment(batch, augment_key, game.size)
             batch = flatten(batch)
             batch = jax.lax.with_sharding_constraint(batch, jax.tree.map(lambda _: batch_sharding, batch))
-            params, batch_stats, opt_state, metrics = sgd_step(params, batch_stats, opt_state, batch)
+            step_fn = sgd_step if rate is None else make_sgd_step(net, game, scale_updates(optimizer, rate),
+                                                                  config.loss)
+            params, batch_stats, opt_state, metrics = step_fn(params, batch_stats, opt_state, batch)
             return (params, batch_stats, opt_state), metrics
 
         (params, batch_stats, opt_state), history = jax.lax.scan(
-            train_one, (ts.params, ts.batch_stats, ts.opt_state), jax.random.split(train_key, steps),
+            train_one, (ts.params, ts.batch_stats, ts.opt_state), (jax.random.split(train_key, steps), rates),
             unroll=steps if unroll else 1)
         metrics = {name: jnp.mean(values) for name, values in history.items()}
         metrics.update({f"selfplay/{name}": jnp.sum(value) if name in COUNT_STATS else jnp.mean(value)
@@ -242,8 +263,11 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
             "buffer_fill": replay.fill_fraction(buffer),
             "window": window,
             "window_rows": jnp.sum(replay.window_rows(buffer, window)),
-            "learning_rate": schedule(ts.step + steps - 1),
+            # the rate of the iteration's last gradient step
+            "learning_rate": schedule(ts.step + steps - 1) if rates is None else rates[-1],
         })
+        if positions is not None:
+            metrics["schedule_position"] = positions[1]
         actor = ts.actor if gating else {"params": params, "batch_stats": batch_stats}
         new = TrainState(params, batch_stats, opt_state, actor, buffer, resign,
                          ts.iteration + 1, ts.step + steps)
@@ -251,5 +275,15 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
 
     shardings = state_shardings(train_state_example, mesh)
     replicated = NamedSharding(mesh, PartitionSpec())
-    return jax.jit(iteration, in_shardings=(shardings, replicated), out_shardings=(shardings, replicated),
+    if minutes:
+        def timed(ts: TrainState, key: jax.Array, positions: jax.Array):
+            return iteration(ts, key, positions)
+
+        return jax.jit(timed, in_shardings=(shardings, replicated, replicated),
+                       out_shardings=(shardings, replicated), donate_argnums=0)
+
+    def counted(ts: TrainState, key: jax.Array):
+        return iteration(ts, key)
+
+    return jax.jit(counted, in_shardings=(shardings, replicated), out_shardings=(shardings, replicated),
                    donate_argnums=0)

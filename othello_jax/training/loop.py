@@ -14,7 +14,13 @@ finish (a compiled iteration cannot be interrupted), writes a checkpoint and rai
 :class:`TrainingInterrupted`; a second signal aborts at once. With several processes
 (``config.distributed``), every process stops at the same iteration: SIGTERM goes through
 JAX's preemption sync point, SIGINT and the clock-based decisions (``max_minutes``,
-``checkpoint.every_minutes``) through process 0.
+``checkpoint.every_minutes``, the schedule position) through process 0.
+
+With ``max_minutes`` the run stops early enough that the final evaluation and checkpoint fit
+inside the budget, and with ``schedule_clock = "minutes"`` each iteration is passed the
+schedule positions it spans (:mod:`othello_jax.training.budget`). Training time is everything
+a session does from :func:`run`'s start (setup, compiling, evaluating, saving), added to the
+time recorded in the checkpoint it resumed from.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from ml_collections import ConfigDict
 
 from othello_jax import checkpoint
 from othello_jax.training import arena_hooks
+from othello_jax.training.budget import TimeBudget
 from othello_jax.training.metrics import MetricsLog, Progress, format_duration
 from othello_jax.training.program import TrainProgram, make_train
 
@@ -94,13 +101,15 @@ def _train(config: ConfigDict, workdir: Path, evaluator: Evaluator, gate: Gate, 
     if multi:  # the key is one global array, replicated on every process's devices
         key = jax.device_put(key, NamedSharding(program.mesh, PartitionSpec()))
     expect = program.meta()
-    elapsed, evaluations, best = 0.0, [], None
+    resumed, evaluations, best, timing = 0.0, [], None, {}
     if ckpts.latest_step() is not None:
+        _check_clock(ckpts, program.clock, workdir)
         state, key, meta = ckpts.restore(state, key, expect)
-        elapsed = float(meta.get("elapsed_s", 0.0))
+        resumed = float(meta.get("elapsed_s", 0.0))
         evaluations = list(meta.get("evaluation", []))
         best = meta.get("best_score")
-        say(f"resumed {workdir} at iteration {int(state.iteration)} ({format_duration(elapsed)} trained)")
+        timing = dict(meta.get("timing") or {})
+        say(f"resumed {workdir} at iteration {int(state.iteration)} ({format_duration(resumed)} trained)")
     elif primary:
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / "config.json").write_text(config.to_json_best_effort(indent=2))
@@ -109,61 +118,92 @@ def _train(config: ConfigDict, workdir: Path, evaluator: Evaluator, gate: Gate, 
     if primary:
         log.truncate_after(start)
 
+    def trained() -> float:
+        """Training seconds: the checkpoint's, plus everything this session did (setup included)."""
+        return resumed + time.perf_counter() - session_start
+
     total = int(config.iterations)
     budget = float(config.max_minutes) * 60.0
+    clock = TimeBudget.from_meta(timing, budget, total, program.clock)
+    reached = float(timing.get("position", 0.0))  # the schedule position never moves back
     progress = Progress(total)
     compiled: dict[int, Callable] = {}
     record: dict = {}
     processes = f", {jax.process_count()} processes" if multi else ""
     say(f"training {workdir}: {program.game.size}x{program.game.size}, {jax.device_count()} device(s){processes}, "
-        f"{program.lanes} lane(s), network {program.network}")
+        f"{program.lanes} lane(s), network {program.network}, schedules by {program.clock}")
 
-    saved = {"iteration": start if ckpts.latest_step() == start else None, "at": time.monotonic()}
+    saved = {"iteration": start if ckpts.latest_step() == start else None, "at": time.monotonic(), "timed": False}
 
-    def save(iteration: int, stage: ConfigDict) -> None:
-        meta = dict(expect, iteration=iteration, elapsed_s=elapsed, evaluation=evaluations, best_score=best,
+    def save(iteration: int, stage: ConfigDict, final: bool = False) -> None:
+        t0 = time.perf_counter()
+        meta = dict(expect, iteration=iteration, elapsed_s=trained(), evaluation=evaluations, best_score=best,
+                    schedule_clock=program.clock, timing=dict(clock.to_meta(), position=reached),
                     config=json.loads(config.to_json_best_effort()))
         ckpts.save(iteration, state, key, meta, save_buffer=bool(stage.checkpoint.save_buffer))
         saved.update(iteration=iteration, at=time.monotonic())
-        if on_checkpoint is not None:
+        if final or not saved["timed"] or on_checkpoint is not None:  # the first save is timed to the disk
             ckpts.wait()
+            clock.record_save(time.perf_counter() - t0)
+            saved["timed"] = True
+        if on_checkpoint is not None:
             on_checkpoint(iteration)
 
-    elapsed += time.perf_counter() - session_start  # setup, compilation of nothing yet, restore
+    def where(at: float, done: int, stage: ConfigDict) -> tuple[float, int]:
+        """(schedule position, stage index) after ``done`` iterations at ``at`` training seconds."""
+        position = max(clock.position(at, done, bool(int(stage.eval.every))), reached)
+        return position, program.stage_at(done, at / 60.0, 100.0 * position)
+
+    stage = program.stage_configs[0]
     try:
         for iteration in range(start, total):
-            lap = time.perf_counter()
-            # the stage in force, compiled once when it starts
-            index = program.stage_index(iteration)
+            # the stage in force (by iteration, training minutes or schedule position)
+            index = where(trained(), iteration, stage)[1]
+            if multi:  # process 0's clock decides
+                index = int(_agree(index)[0])
             stage = program.stage_configs[index]
+            evaluates = bool(int(stage.eval.every))
+
+            # a stop signal (here or on any process): checkpoint what is done and stop
+            reason = _agreed_stop(signals.received, iteration, multi)
+            if reason is not None:
+                if saved["iteration"] != iteration:
+                    save(iteration, stage)
+                ckpts.wait()
+                where_saved = workdir / checkpoint.LATEST_DIR / str(iteration)
+                raise TrainingInterrupted(
+                    f"stopped by {reason} after iteration {iteration} of {total}; checkpoint {where_saved} saved; "
+                    "run the same command again to resume", iteration, reason)
+
+            # compiled once, when it starts
             compile_s = 0.0
             if index not in compiled:
                 t0 = time.perf_counter()
                 compiled.clear()  # an earlier stage never comes back
                 compiled[index] = program.compile(index, state, key)
-                compile_s = time.perf_counter() - t0
-                say(f"compiled stage {index} (from iteration {program.stages[index][0]}, "
+                compile_s = clock.compile_s = time.perf_counter() - t0
+                say(f"compiled stage {index} (from {program.stage_label(index)}, "
                     f"{int(stage.search.num_simulations)} simulations) in {compile_s:.1f}s")
 
-            # a stop signal (here or on any process): checkpoint what is done and stop
-            reason = _agreed_stop(signals.received, iteration, multi)
-            if reason is not None:
-                elapsed += time.perf_counter() - lap
-                if saved["iteration"] != iteration:
-                    save(iteration, stage)
-                ckpts.wait()
-                where = workdir / checkpoint.LATEST_DIR / str(iteration)
-                raise TrainingInterrupted(
-                    f"stopped by {reason} after iteration {iteration} of {total}; checkpoint {where} saved; "
-                    "run the same command again to resume", iteration, reason)
+            # the schedule span of this iteration; the last one (by the budget) ends at position 1
+            done = iteration + 1
+            begin = trained()
+            predicted = begin + clock.iteration_estimate()
+            last_in_time = not _another_fits(clock, program, stage, index, predicted, done, where)
+            start_at = max(clock.position(begin, iteration, evaluates), reached)
+            end_at = 1.0 if last_in_time else max(where(predicted, done, stage)[0], start_at)
+            if multi:
+                start_at, end_at, last_in_time = _agree(start_at, end_at, last_in_time)
+                last_in_time = bool(last_in_time)
 
             # one iteration: self-play, replay, gradient steps
             key, step_key = jax.random.split(key)
             t0 = time.perf_counter()
-            state, metrics = compiled[index](state, step_key)
+            state, metrics = compiled[index](state, step_key, *program.schedule_args(start_at, end_at))
             metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
             seconds = time.perf_counter() - t0
-            done = iteration + 1
+            clock.record_iteration(seconds)
+            reached = end_at
             record = dict(metrics, iteration=done, iteration_s=seconds, compile_s=compile_s,
                           positions_per_s=metrics["positions"] / seconds,
                           games_per_s=float(stage.selfplay.num_games) / seconds,
@@ -171,16 +211,20 @@ def _train(config: ConfigDict, workdir: Path, evaluator: Evaluator, gate: Gate, 
                           simulations=int(stage.search.num_simulations))
 
             # gating and evaluation (the clock's decisions are process 0's, so every process agrees)
-            out_of_time = budget > 0 and elapsed + (time.perf_counter() - lap) >= budget
+            out_of_time = last_in_time or not _another_fits(clock, program, stage, index, trained(), done, where)
             minutes = float(stage.checkpoint.every_minutes)
             save_due = minutes > 0 and time.monotonic() - saved["at"] >= 60.0 * minutes
             if multi:
                 out_of_time, save_due = _from_process_zero(out_of_time, save_due)
             last = done == total or out_of_time  # the final iteration is always evaluated and saved
             if stage.gating.enabled and done % int(stage.gating.every) == 0:
+                t0 = time.perf_counter()
                 state, record["gate/score"] = _gate(stage, program, state, gate, jax.random.fold_in(key, 1), multi)
+                clock.gate_s = time.perf_counter() - t0
             if int(stage.eval.every) and (done % int(stage.eval.every) == 0 or last):
+                t0 = time.perf_counter()
                 scores = _evaluate(stage, program, state, evaluator, jax.random.fold_in(key, 2), multi)
+                clock.evaluation_s = time.perf_counter() - t0
                 record.update(scores)
                 evaluations.append(dict(scores, iteration=done))
                 score = _best_score(record, str(stage.eval.best_metric))
@@ -190,20 +234,48 @@ def _train(config: ConfigDict, workdir: Path, evaluator: Evaluator, gate: Gate, 
                                     dict(expect, iteration=done, score=score, evaluation=scores))
 
             # metrics, progress, checkpoint
-            elapsed += time.perf_counter() - lap  # everything: compile, play, train, evaluate
+            elapsed = trained()  # everything: compile, play, train, evaluate
             record["elapsed_s"] = elapsed
             if primary:
                 log.write(record)
-            eta = progress.eta(done, seconds, budget - elapsed if budget > 0 else None)
-            say(progress.line(record, eta))
+            time_left = budget - elapsed - clock.final_reserve(evaluates) if budget > 0 else None
+            say(progress.line(record, progress.eta(done, seconds, time_left)))
             if done % int(stage.checkpoint.every) == 0 or last or save_due:
-                save(done, stage)
+                save(done, stage, final=last)
             if out_of_time:
-                say(f"stopping after {format_duration(elapsed)}: max_minutes={config.max_minutes} reached")
+                say(f"stopping after {format_duration(trained())}: max_minutes={config.max_minutes} reached "
+                    "(the final evaluation and checkpoint included)")
                 break
     finally:
         ckpts.close()
     return record
+
+
+def _another_fits(clock: TimeBudget, program: TrainProgram, stage: ConfigDict, index: int, at: float, done: int,
+                  where: Callable) -> bool:
+    """Whether, after iteration ``done`` at ``at`` training seconds, another iteration and the run's
+    final evaluation and checkpoint fit in the budget (periodic work due at ``done`` and compiling
+    a new stage counted)."""
+    if clock.seconds <= 0:
+        return True
+    at += clock.work_due(stage, done)
+    compiles = where(at, done, stage)[1] != index
+    return clock.another_fits(at, bool(int(stage.eval.every)), compiles)
+
+
+def _check_clock(ckpts: checkpoint.Checkpoints, clock: str, workdir: Path) -> None:
+    """A run keeps its schedule clock: the optimizer state of the two clocks differs."""
+    saved = ckpts.read_meta(ckpts.latest_step()).get("schedule_clock", "iterations")
+    if saved != clock:
+        raise checkpoint.CheckpointError(
+            f"checkpoint in {workdir} was trained with schedule_clock={saved!r}, not {clock!r}; "
+            "a run keeps its schedule clock: use a new --workdir or the same clock")
+
+
+def _agree(*values: float) -> tuple[float, ...]:
+    """Process 0's ``values`` on every process (the clock-based decisions of several processes)."""
+    out = multihost_utils.broadcast_one_to_all(np.asarray(values, np.float32))
+    return tuple(float(v) for v in np.asarray(out))
 
 
 # ---------------------------------------------------------------------------------------------

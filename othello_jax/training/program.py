@@ -3,15 +3,17 @@
     program = make_train(config, make_mesh())
     state = program.init_state(key)
     for iteration in range(start, config.iterations):
-        index = program.stage_index(iteration)       # which schedule stage is in force
+        index = program.stage_at(iteration, minutes, percent)  # which schedule stage is in force
         step = program.compile(index, state, key)   # once per stage
-        state, metrics = step(state, key)
+        state, metrics = step(state, key, *program.schedule_args(start, end))
 
 Everything that depends on the config is decided here and nowhere else: the board, the
 network, the replay geometry (lanes, rows per lane, generation ring), the stages with each
 stage's full config, each stage's optimizer and self-play. A stage may change only what the
 compiled state can absorb (see ``config.CHANGEABLE_IN_STAGES``); the optimizer of every stage
-must have the same state layout as the first, so its moments carry over.
+must have the same state layout as the first, so its moments carry over. With the minutes
+clock (``config.schedule_clock``) every optimizer is built with a unit rate and the compiled
+iteration takes the schedule positions as a third argument (:meth:`TrainProgram.schedule_args`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 import optax
 from jax.sharding import Mesh
 from ml_collections import ConfigDict
@@ -39,6 +43,8 @@ from othello_jax.training.config import (
     parse_stages,
     stage_config,
     stage_index,
+    stage_label,
+    stage_unit,
 )
 from othello_jax.training.iteration import (
     SelfPlayFn,
@@ -55,8 +61,9 @@ from othello_jax.training.optimizers import make_optimizer
 class TrainProgram:
     """A run's resolved pieces: the loop only asks it for states, stages and compiled iterations.
 
-    stage_configs[i] is the whole config in force from iteration ``stages[i][0]`` on;
-    ``optimizers[i]`` and ``selfplay_fns[i]`` are built from it.
+    stage_configs[i] is the whole config in force from ``stages[i][0]`` on (an iteration,
+    minutes of training or percent of the schedule: ``stage_unit``); ``optimizers[i]`` and
+    ``selfplay_fns[i]`` are built from it. ``clock`` is ``config.schedule_clock``.
     """
 
     config: ConfigDict
@@ -72,6 +79,8 @@ class TrainProgram:
     optimizers: tuple[optax.GradientTransformation, ...]
     selfplay_fns: tuple[SelfPlayFn, ...]
     resign_init: Any
+    clock: str = "iterations"
+    stage_unit: str = "iterations"
 
     def init_state(self, key: jax.Array) -> TrainState:
         """Fresh network, optimizer state and empty replay buffer, placed on the mesh."""
@@ -80,7 +89,24 @@ class TrainProgram:
 
     def stage_index(self, iteration: int) -> int:
         """Index of the stage in force at ``iteration`` (0-based count of iterations completed)."""
-        return stage_index(list(self.stages), iteration)
+        return self.stage_at(iteration, 0.0, 0.0)
+
+    def stage_at(self, iteration: int, minutes: float, percent: float) -> int:
+        """Index of the stage in force after ``iteration`` iterations, ``minutes`` of training time
+        and ``percent`` of the schedule; only the unit the stages are keyed by is read."""
+        at = {"iterations": iteration, "minutes": minutes, "percent": percent}[self.stage_unit]
+        return stage_index(list(self.stages), at)
+
+    def stage_label(self, index: int) -> str:
+        """Where stage ``index`` starts, for messages ("iteration 20", "8 minutes of training")."""
+        return stage_label(self.stages[index][0], self.stage_unit)
+
+    def schedule_args(self, start: float, end: float) -> tuple:
+        """The extra arguments of a compiled iteration spanning schedule positions ``start`` to
+        ``end``: ``(float32[2],)`` with the minutes clock, ``()`` with the iterations clock."""
+        if self.clock != "minutes":
+            return ()
+        return (np.asarray([start, end], np.float32),)
 
     def iteration_fn(self, index: int, example: TrainState) -> Callable:
         """The jitted ``(state, key) -> (state, metrics)`` of stage ``index`` (not yet compiled)."""
@@ -89,7 +115,8 @@ class TrainProgram:
 
     def compile(self, index: int, state: TrainState, key: jax.Array) -> Callable:
         """Stage ``index``'s iteration compiled for ``state``'s shapes and shardings."""
-        return self.iteration_fn(index, state).lower(state, key).compile()
+        extra = tuple(jnp.asarray(a) for a in self.schedule_args(0.0, 0.0))
+        return self.iteration_fn(index, state).lower(state, key, *extra).compile()
 
     def meta(self) -> dict:
         """What must match for a checkpoint to resume this run (``checkpoint.COMPATIBILITY_KEYS``)."""
@@ -119,8 +146,10 @@ def make_train(config: ConfigDict, mesh: Mesh | None = None, *, selfplay_fn: Sel
     lanes = num_lanes(config, mesh)
     stages = tuple(parse_stages(config.stages, config))
     stage_configs = tuple(stage_config(config, list(stages), i) for i in range(len(stages)))
-    optimizers = tuple(make_optimizer(optimizer_config(c)) for c in stage_configs)
-    _check_optimizer_states(optimizers, stages, net, game)
+    clock = str(config.get("schedule_clock", "iterations"))
+    unit = stage_unit(config.stages)
+    optimizers = tuple(make_optimizer(optimizer_config(c), clock) for c in stage_configs)
+    _check_optimizer_states(optimizers, stages, net, game, unit)
     if selfplay_fn is None:
         selfplay_fns = tuple(make_selfplay_fn(c, game, net, lanes) for c in stage_configs)
         resign_init = selfplay.initial_resign_state(config.selfplay)
@@ -131,17 +160,17 @@ def make_train(config: ConfigDict, mesh: Mesh | None = None, *, selfplay_fn: Sel
         capacity=-(-int(config.replay.capacity) // lanes),
         max_window=max(max_window(c.replay) for c in stage_configs),
         stages=stages, stage_configs=stage_configs, optimizers=optimizers, selfplay_fns=selfplay_fns,
-        resign_init=resign_init)
+        resign_init=resign_init, clock=clock, stage_unit=unit)
 
 
-def _check_optimizer_states(optimizers, stages, net: AlphaZeroNet, game: Othello) -> None:
+def _check_optimizer_states(optimizers, stages, net: AlphaZeroNet, game: Othello, unit: str) -> None:
     """Every stage's optimizer must keep the first one's state layout (its moments carry over)."""
     params = jax.eval_shape(lambda k: init_variables(net, k, game.size)["params"], jax.random.PRNGKey(0))
     layout = jax.tree.structure(jax.eval_shape(optimizers[0].init, params))
     for (start, pairs), optimizer in zip(stages[1:], optimizers[1:], strict=True):
         if jax.tree.structure(jax.eval_shape(optimizer.init, params)) != layout:
             changed = ", ".join(f"{k}={v}" for k, v in pairs if k.startswith("optimizer."))
-            raise ValueError(f"the stage at iteration {start} changes the optimizer's state ({changed}); "
+            raise ValueError(f"the stage at {stage_label(start, unit)} changes the optimizer's state ({changed}); "
                              "a stage may change its learning rate and schedule, not its kind or clipping")
 
 
