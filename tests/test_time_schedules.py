@@ -9,6 +9,7 @@ loaded the test machine is. Compiled iterations are shared between runs of the s
 
 from __future__ import annotations
 
+import json
 import math
 import signal
 import types
@@ -29,6 +30,7 @@ COMPILE_S, EVAL_S = 2.0, 1.5  # simulated
 FAST_S, SLOW_S = 1.0, 2.0  # one iteration on a fast and on a twice slower machine
 PEAK, END_SCALE, WARMUP_SHARE = 0.01, 0.1, 0.1
 STAGE_MINUTES = 0.2  # search.num_simulations 32 -> 64 after 12 s of training
+REAL_COMPILE = TrainProgram.compile
 
 
 class SimulatedTime:
@@ -47,7 +49,18 @@ class SimulatedTime:
         self.now += seconds
 
 
-_EXECUTABLES: dict = {}  # (stage config, index) -> compiled iteration, shared by the runs of this file
+_EXECUTABLES: dict = {}  # stage config -> compiled iteration, shared by the runs and stages of this file
+
+
+def compiled_iteration(program: TrainProgram, index: int, state, key):
+    """``program.compile``, once per config: the synthetic self-play ignores the search settings, so
+    stages that change only them share one executable."""
+    settings = program.stage_configs[index].to_dict()
+    settings.pop("search"), settings.pop("stages")
+    cache_key = json.dumps(settings, sort_keys=True, default=str)
+    if cache_key not in _EXECUTABLES:
+        _EXECUTABLES[cache_key] = REAL_COMPILE(program, index, state, key)
+    return _EXECUTABLES[cache_key]
 
 
 @pytest.fixture
@@ -64,13 +77,8 @@ def simulate(monkeypatch) -> SimulatedTime:
     monkeypatch.setattr(loop, "time", types.SimpleNamespace(perf_counter=clock.perf_counter,
                                                             monotonic=clock.monotonic))
     monkeypatch.setattr(loop, "make_train", lambda config: synthetic_program(config, make_mesh(1), games=4, plies=6))
-    real_compile = TrainProgram.compile
-
     def compile_once(program, index, state, key):
-        cache_key = (program.stage_configs[index].to_json(), index)
-        if cache_key not in _EXECUTABLES:
-            _EXECUTABLES[cache_key] = real_compile(program, index, state, key)
-        step = _EXECUTABLES[cache_key]
+        step = compiled_iteration(program, index, state, key)
         clock.advance(COMPILE_S)
 
         def timed(*args):
@@ -92,7 +100,7 @@ def timed_config(clock: str = "minutes"):
     config.update(iterations=100_000, max_minutes=BUDGET_MINUTES, schedule_clock=clock)
     total = config.iterations * config.train.steps_per_iteration
     config.optimizer.update(schedule="cosine", learning_rate=PEAK, warmup_steps=int(WARMUP_SHARE * total),
-                            total_steps=0, end_scale=END_SCALE)
+                            total_steps=0, end_scale=END_SCALE, weight_decay=0.05)
     config.checkpoint.update(every=100_000, every_minutes=0.0)
     config.eval.update(every=5)
     config.stages = f"{STAGE_MINUTES}m: search.num_simulations=64"
@@ -147,7 +155,7 @@ def test_learning_rate_reaches_its_end_value_on_a_fast_and_a_slow_machine(two_sp
     for share in (0.25, 0.5, 0.75):
         at = [np.interp(share * 60 * BUDGET_MINUTES, [r["elapsed_s"] for r in records],
                         [r["learning_rate"] for r in records]) for records in (fast, slow)]
-        assert at[0] == pytest.approx(at[1], abs=0.05 * PEAK), (share, at)
+        assert at[0] == pytest.approx(at[1], abs=0.1 * PEAK), (share, at)
 
 
 def test_final_evaluation_and_checkpoint_fit_inside_the_budget(two_speeds):
@@ -204,19 +212,50 @@ def test_a_resumed_run_continues_the_same_curve(two_speeds, simulated, tmp_path)
         train(timed_config("iterations"), tmp_path, simulated)
 
 
-def test_iterations_clock_also_keeps_the_final_evaluation_inside_the_budget(simulated, tmp_path):
-    simulated.iteration_s = SLOW_S
+HALF_WAY = float(np.float32(cosine(0.5)))  # the minutes clock's rate at position 0.5
+
+
+def counted_config():
+    """``timed_config`` on the iterations clock with the constant rate ``HALF_WAY``."""
     config = timed_config("iterations")
     config.stages = ""
-    records, seconds = train(config, tmp_path, simulated)
+    config.optimizer.update(schedule="constant", learning_rate=HALF_WAY)
+    return config
+
+
+def test_iterations_clock_also_keeps_the_final_evaluation_inside_the_budget(simulated, tmp_path):
+    simulated.iteration_s = SLOW_S
+    records, seconds = train(counted_config(), tmp_path, simulated)
     assert seconds <= 60 * BUDGET_MINUTES and "eval/fake" in records[-1]
-    # the step schedule of the nominal 100,000 iterations hardly moved: the rate is still warming up
-    assert records[-1]["learning_rate"] < 0.01 * PEAK and "schedule_position" not in records[-1]
+    assert records[-1]["learning_rate"] == pytest.approx(HALF_WAY) and "schedule_position" not in records[-1]
 
 
 # ---------------------------------------------------------------------------------------------
-# the pieces: the budget's estimates, stage keys, bad input
+# the pieces: the rate applied, the budget's estimates, stage keys, bad input
 # ---------------------------------------------------------------------------------------------
+def test_the_recorded_rate_is_the_rate_the_optimizer_applies():
+    """A minutes-clock iteration at position 0.5 moves the network exactly as AdamW (with its decoupled
+    weight decay) at the constant rate it records, on the iterations clock."""
+    import jax
+
+    program = synthetic_program(timed_config(), make_mesh(1), games=4, plies=6)
+    state = program.init_state(jax.random.PRNGKey(0))
+    state, metrics = compiled_iteration(program, 0, state, jax.random.PRNGKey(1))(
+        state, jax.random.PRNGKey(2), *program.schedule_args(0.5, 0.5))
+    assert float(metrics["learning_rate"]) == pytest.approx(HALF_WAY, rel=1e-6)
+    assert float(metrics["schedule_position"]) == 0.5
+
+    reference = synthetic_program(counted_config(), make_mesh(1), games=4, plies=6)
+    expected = reference.init_state(jax.random.PRNGKey(0))
+    expected, _ = compiled_iteration(reference, 0, expected, jax.random.PRNGKey(1))(expected, jax.random.PRNGKey(2))
+    got, want = jax.device_get(state.params), jax.device_get(expected.params)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    # and the step mattered: the parameters moved
+    initial = jax.device_get(reference.init_state(jax.random.PRNGKey(0)).params)
+    assert any(not np.allclose(a, b) for a, b in zip(jax.tree.leaves(initial), jax.tree.leaves(got), strict=True))
+
+
 def test_budget_position_horizon_and_stop_rule():
     budget = TimeBudget(seconds=100.0, iterations=50, clock="minutes")
     assert budget.iteration_estimate() == 2.0  # before any iteration: the budget's share of a nominal one
@@ -261,8 +300,10 @@ def dict_config(config, **changes):
     return config
 
 
-def test_bad_clock_and_stage_input_is_a_one_line_error(capsys, tmp_path):
+def test_bad_clock_and_stage_input_is_a_one_line_error(capsys, tmp_path, monkeypatch):
     from othello_jax.commands import train as train_command
+
+    monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "1")  # JAX is running already: the command must not set a count
 
     base = ["--config=experiments/configs/tiny_test.py", f"--workdir={tmp_path}"]
     cases = [

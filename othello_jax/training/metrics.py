@@ -1,8 +1,9 @@
 """Training metrics: one JSON line per iteration (the source of truth), console progress, PNG curves.
 
 ``WORKDIR/metrics.jsonl`` holds one object per iteration (``iteration``, losses, entropies,
-throughput, buffer fill, learning rate, simulations, and ``eval/...`` results when an
-evaluation ran). :func:`plot` draws the curves of one or several runs side by side.
+throughput, buffer fill, learning rate, simulations, ``schedule_position`` with the minutes
+clock, and ``eval/...`` results when an evaluation ran). :func:`plot` draws the curves of one
+or several runs side by side.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ class Progress:
                  f"{r['positions_per_s']:,.0f} pos/s",
                  f"buf {100 * r['buffer_fill']:.0f}%",
                  f"sims {r['simulations']}",
+                 *([f"schedule {100 * r['schedule_position']:.0f}%"] if r.get("schedule_position") is not None else []),
                  f"{format_duration(r['elapsed_s'])} elapsed, ETA {format_duration(eta)}"]
         evals = [f"{k[5:]} {v:.2f}" for k, v in r.items() if k.startswith("eval/") and v is not None]
         if evals:
