@@ -7,11 +7,24 @@ Running the same command again resumes from the workdir's last checkpoint.
 Exit status: 0 when the run is complete (or ``max_minutes`` ran out), 2 on bad input or a
 storage fault (one line on stderr), 75 (``EX_TEMPFAIL``) when a SIGTERM or SIGINT stopped it
 after a checkpoint (run the same command again to resume), 130 when a second signal aborted it.
+
+Every core busy on CPU: unless told otherwise, the command asks JAX for one CPU host device per
+usable core (:func:`host_devices`), so the self-play games and the training batch are split
+over the cores in lanes, one lane per device (XLA:CPU runs most of an iteration's small ops on
+one thread; see ``experiments/bench_cores.py``). Results depend on the lane count, never on
+the device count, so a fixed seed learns exactly what a one-device run with
+``--config.replay.lanes=N`` learns. A run resumes with the lanes of its checkpoint, whatever the
+cores: a run started before this default (one lane) resumes on one lane. ``JAX_NUM_CPU_DEVICES``
+(or ``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``) overrides the choice;
+``JAX_NUM_CPU_DEVICES=1`` turns the split off.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from absl import flags
@@ -47,6 +60,49 @@ def parse(argv: list[str]):
     return config_flag.value, workdir_flag.value
 
 
+def checkpoint_lanes(workdir: str | Path) -> int | None:
+    """The replay lanes of the workdir's latest checkpoint (read from its JSON meta), or None."""
+    root = Path(workdir).expanduser() / "checkpoints"
+    steps = sorted((int(p.name) for p in root.iterdir() if p.name.isdigit()), reverse=True) if root.is_dir() else []
+    for step in steps:
+        try:
+            meta = json.loads((root / str(step) / "meta" / "metadata").read_text())
+        except (OSError, ValueError):
+            continue  # unreadable: the restore itself will say so
+        return int(meta["lanes"]) if isinstance(meta, dict) and meta.get("lanes") else None
+    return None
+
+
+def host_devices(config, workdir: str | Path, cores: int, environ: Mapping[str, str] = os.environ) -> int | None:
+    """CPU host devices for a training run on ``cores`` cores; None leaves JAX's default alone.
+
+    When ``workdir`` has a checkpoint and ``config.replay.lanes`` is 0 (one lane per device), the
+    lanes are fixed (in place) to the checkpoint's, so a run resumes whatever the core count (or
+    accelerator count). Devices: ``num_devices`` when the config names it; else the largest
+    count <= ``cores`` that divides the lanes (a new run with lanes 0: that divides the games
+    and the batch, so the split never makes a config invalid). None when the environment sets
+    the count, or for multi-process runs. The count matters only where JAX runs on the CPU.
+    """
+    flags = environ.get("XLA_FLAGS", "")
+    distributed = config.get("distributed")
+    if (environ.get("JAX_NUM_CPU_DEVICES") or "xla_force_host_platform_device_count" in flags
+            or environ.get("JAX_COORDINATOR_ADDRESS")
+            or (isinstance(distributed, Mapping) and (distributed.get("enabled") or
+                                                      distributed.get("coordinator_address")))):
+        return None
+    saved = checkpoint_lanes(workdir)
+    lanes = int(config.replay.lanes) or saved or 0
+    if int(config.num_devices):
+        devices = int(config.num_devices)
+    else:
+        divides = (lambda d: lanes % d == 0) if lanes else (
+            lambda d: int(config.selfplay.num_games) % d == 0 and int(config.train.batch_size) % d == 0)
+        devices = max(d for d in range(1, max(int(cores), 1) + 1) if divides(d))
+    if saved and not int(config.replay.lanes):
+        config.replay.lanes = saved
+    return devices
+
+
 def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help", "help") for a in argv):
         print(USAGE)
@@ -57,6 +113,11 @@ def main(argv: list[str]) -> int:
 
     try:
         config, workdir = parse(argv)
+        devices = host_devices(config, workdir, len(os.sched_getaffinity(0)))
+        if devices is not None:
+            import jax
+
+            jax.config.update("jax_num_cpu_devices", devices)
         run(config, workdir)
     except TrainingInterrupted as stop:
         print(f"othello-jax train: {stop}", file=sys.stderr)
