@@ -136,12 +136,12 @@ REUSER, OTHER = "net:preset=tiny,seed=0,sims=8,reuse=1", "net:preset=tiny,seed=1
 
 def test_a_reusing_player_finds_the_grandchild_and_drops_unknown_positions():
     agent = parse_agent(REUSER, GAME)
-    states = jax.tree.map(lambda x: jnp.broadcast_to(x, (3,) + x.shape), GAME.init())
+    states = batch_of_one(GAME.init())  # batch 1: the compiled code of the session tests
     memory = agent.init_memory(agent.params, states)
     action, memory = agent.act_with_memory(agent.params, memory, states, jax.random.key(0))
     assert isinstance(memory, SearchMemory) and (np.asarray(memory.inherited) == 0).all()
     tree = jax.device_get(memory.tree)
-    rows = np.arange(3)
+    rows = np.arange(1)
     child = tree.children_index[rows, 0, np.asarray(action)]
     reply = np.argmax(tree.children_visits[rows, child], axis=-1).astype(np.int32)  # a reply the tree holds
     after = GAME.step(GAME.step(states, action), jnp.asarray(reply))
