@@ -2,6 +2,7 @@
 test-set score across simulation counts and play-time search settings.
 
     python -m experiments.search_scaling --checkpoint runs/othello6_cpu [--sims 0 16 128 400]
+        [--set maxvisit_init=5 ...] [--no-variants]
 
 On the perfect-play test set (500 positions, 12-24 empties, every move's exact value known) it
 prints:
@@ -69,7 +70,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint", required=True, help="a 6x6 training workdir or checkpoint directory")
     parser.add_argument("--sims", type=int, nargs="+", default=[0, 16, 128, 400])
     parser.add_argument("--batch", type=int, default=100, help="positions per search call")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="search settings changed in every search (e.g. maxvisit_init=5 rescale_values=false)")
+    parser.add_argument("--no-variants", action="store_true", help="skip the play-time settings variants")
     args = parser.parse_args(argv)
+
+    changes = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        default = playing_search_config("gumbel", 1).get(key)
+        if default is None or not value:
+            print(f"error: --set {item!r}: expected KEY=VALUE with a search setting as KEY", file=sys.stderr)
+            return 2
+        changes[key] = value.lower() in ("1", "true") if isinstance(default, bool) else type(default)(value)
+
+    def playing(variant: str, sims: int, **more):
+        config = playing_search_config(variant, sims)
+        config.update({**changes, **more})
+        return config
 
     network_config, variables, size = load_agent_variables(args.checkpoint)
     if size != 6:
@@ -85,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
 
     logits, values = jax.jit(lambda s: apply_fn(variables, game.observation(s)))(states)
     legal = np.asarray(game.legal_moves(states))
-    print(f"checkpoint {args.checkpoint}: {network_config}; test set {int(keep.sum())} informative positions")
+    print(f"checkpoint {args.checkpoint}: {network_config}; test set {int(keep.sum())} informative positions; "
+          f"search changes: {changes or 'none'}")
     print("network value against the exact outcome (z = sign of the exact disc value):")
     print("\n".join(calibration(np.asarray(values, np.float64), testset, keep)))
 
@@ -123,13 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         if sims == 0:
             print(_line("0 (raw policy)", score_actions(testset, policy_move)))
             continue
-        actions, root_values = searched(playing_search_config("gumbel", sims))
+        actions, root_values = searched(playing("gumbel", sims))
         print(_line(f"{sims}", score_actions(testset, actions)))
     top = max(args.sims)
     if root_values is not None:
         print(f"search root value at {top} simulations against the exact outcome:")
         print("\n".join(calibration(root_values.astype(np.float64), testset, keep)))
 
+    if args.no_variants:
+        return 0
     print(f"play-time settings at {top} simulations:")
     variants = [("gumbel, considered 4", "gumbel", {"max_num_considered_actions": 4}),
                 ("gumbel, value_scale 0.02", "gumbel", {"value_scale": 0.02}),
@@ -137,10 +158,8 @@ def main(argv: list[str] | None = None) -> int:
                 ("gumbel, maxvisit_init 5", "gumbel", {"maxvisit_init": 5.0}),
                 ("gumbel, rescale_values off", "gumbel", {"rescale_values": False}),
                 ("puct", "puct", {})]
-    for label, variant, changes in variants:
-        config = playing_search_config(variant, top)
-        config.update(changes)
-        print(_line(label, score_actions(testset, searched(config)[0])))
+    for label, variant, more in variants:
+        print(_line(label, score_actions(testset, searched(playing(variant, top, **more))[0])))
     return 0
 
 
