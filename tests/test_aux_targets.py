@@ -1,0 +1,239 @@
+"""Optional heads and targets: WDL value, final score and ownership, global pooling (all off by default)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from ml_collections import ConfigDict
+
+from othello_jax import checkpoint, search
+from othello_jax.game import Othello, symmetry
+from othello_jax.model import GlobalPoolBias, NetworkConfig, init_variables, make_network
+from othello_jax.search.network import evaluate
+from othello_jax.training import replay, selfplay
+from othello_jax.training import sgd as sgd_module
+from othello_jax.training.losses import l2_penalty, policy_cross_entropy, policy_entropy, value_mse, weighted_mean
+from othello_jax.training.samples import FinalBoard, flatten, ownership_target, score_target
+from othello_jax.training.sgd import make_sgd_step
+from tests.game_helpers import ReferenceOthello
+from tests.synthetic_samples import synthetic_config, synthetic_program
+
+GAME4 = Othello(4)
+ALL_ON = dict(value_head="wdl", score_head=True, ownership_head=True, global_pool=True)
+TINY = dict(blocks=1, channels=8, value_hidden=8)
+
+
+@pytest.fixture(scope="module")
+def games():
+    """4x4 self-play games (tiny all-options network, 2 simulations) with final boards recorded."""
+    net = make_network(4, NetworkConfig(**TINY, **ALL_ON))
+    variables = init_variables(net, jax.random.PRNGKey(0), 4)
+    config = selfplay.default_selfplay_config()
+    config.num_games, config.final_board = 6, True
+    search_config = search.default_search_config()
+    search_config.update(num_simulations=2, max_num_considered_actions=2)
+    play = functools.partial(selfplay.play_games, config, GAME4, functools.partial(net.apply, train=False),
+                             search_config=search_config)
+    out, _, _ = jax.jit(play)(variables, jax.random.PRNGKey(1), selfplay.initial_resign_state(config))
+    return jax.device_get(out)
+
+
+def test_final_board_targets_equal_a_plain_python_replay(games):
+    n = 4
+    actions, mask, state = games.action, games.samples.mask, games.samples.state
+    own, score = ownership_target(games.samples.final, n), score_target(games.samples.final, n)
+    for g in range(mask.shape[1]):
+        ref = ReferenceOthello(n)
+        for t in np.flatnonzero(mask[:, g]):
+            ref.play(int(actions[t, g]))
+        assert ref.game_over()
+        for t in np.flatnonzero(mask[:, g]):
+            player = 1 if int(state.color[t, g]) == 0 else -1  # black moves as 1 in the reference
+            expected = np.array(ref.board, np.float32) * player
+            np.testing.assert_array_equal(own[t, g], expected)
+            assert score[t, g] == ref.final_diff_for(player) / (n * n)
+            assert bool(games.samples.final.valid[t, g])
+
+
+def test_augmentation_turns_the_final_board_with_the_position(games):
+    batch = flatten(games.samples)
+    # a row whose final board is its own position: after any symmetry the ownership target
+    # must still equal the (augmented) position's own discs
+    own_board = batch._replace(final=FinalBoard(batch.state.mover, batch.state.opponent, batch.mask))
+    key = jax.random.PRNGKey(7)
+    out = replay.augment(own_board, key, 4)
+    obs = GAME4.observation(out.state)
+    np.testing.assert_array_equal(ownership_target(out.final, 4), obs[..., 0] - obs[..., 1])
+    # the real final boards turn by the same symmetry as each row (k drawn as augment draws it)
+    out = replay.augment(batch, key, 4)
+    k = np.asarray(jax.random.randint(key, batch.mask.shape, 0, symmetry.NUM_SYMMETRIES))
+    before, after = np.asarray(ownership_target(batch.final, 4)), np.asarray(ownership_target(out.final, 4))
+    assert len(set(k.tolist())) > 4
+    for i in range(len(k)):
+        np.testing.assert_array_equal(after[i], np.asarray(symmetry.transform_grid(jnp.asarray(before[i]), int(k[i]))))
+    np.testing.assert_array_equal(score_target(out.final, 4), score_target(batch.final, 4))
+    np.testing.assert_array_equal(out.final.valid, batch.final.valid)
+
+
+def test_each_head_learns_on_a_fixed_batch(games):
+    batch = flatten(games.samples)
+    net = make_network(4, NetworkConfig(**TINY, **ALL_ON))
+    variables = init_variables(net, jax.random.PRNGKey(3), 4)
+    loss_config = ConfigDict(dict(value_weight=1.0, l2=0.0, entropy_bonus=0.0, score_weight=1.0, ownership_weight=1.0))
+    optimizer = optax.adam(1e-2)
+    step = jax.jit(make_sgd_step(net, GAME4, optimizer, loss_config))
+    params, stats, opt = variables["params"], variables["batch_stats"], optimizer.init(variables["params"])
+    history = []
+    for _ in range(40):
+        params, stats, opt, metrics = step(params, stats, opt, batch)
+        history.append(jax.device_get(metrics))
+    for name in ("value_loss", "score_loss", "ownership_loss", "policy_loss"):
+        first, last = float(history[0][name]), float(history[-1][name])
+        assert last < 0.7 * first, (name, first, last)
+    assert float(history[0]["aux_rows"]) == 1.0  # every game ended by the rules
+
+
+def test_wdl_value_is_p_win_minus_p_loss_also_inside_the_search():
+    net = make_network(4, NetworkConfig(**TINY, value_head="wdl"))
+    variables = init_variables(net, jax.random.PRNGKey(0), 4)
+    states = jax.tree.map(lambda x: x[0], jax.device_get(selfplay_states()))
+    obs = GAME4.observation(states)
+    logits, value, extras = net.apply(variables, obs, aux=True)
+    p = jax.nn.softmax(extras["wdl_logits"], axis=-1)
+    np.testing.assert_allclose(value, p[:, 0] - p[:, 2], atol=1e-6)
+    assert np.all(np.abs(value) <= 1.0) and np.ptp(np.asarray(value)) > 0
+    _, plain = net.apply(variables, obs)
+    np.testing.assert_array_equal(plain, value)
+    _, searched = evaluate(functools.partial(net.apply, train=False), variables, states, GAME4)
+    np.testing.assert_allclose(searched, value, atol=1e-6)
+
+
+def selfplay_states():
+    """Eight different positions (random play from the start, stacked [1, 8])."""
+    from tests.synthetic_samples import random_positions
+
+    states = random_positions(GAME4, jax.random.PRNGKey(2), 8, 5)
+    return jax.tree.map(lambda x: x[-1:], states)
+
+
+def test_global_pooling_keeps_shapes_and_its_biases_are_symmetry_invariant():
+    x = jax.random.normal(jax.random.PRNGKey(0), (3, 6, 6, 8))
+    pool = GlobalPoolBias(8, jnp.float32)
+    params = pool.init(jax.random.PRNGKey(1), x)
+    bias = pool.apply(params, x)
+    assert bias.shape == (3, 1, 1, 8)
+    for k in range(symmetry.NUM_SYMMETRIES):
+        turned = symmetry.transform_grid(x, k, axes=(-3, -2))
+        np.testing.assert_allclose(pool.apply(params, turned), bias, atol=1e-5)
+        # x + bias commutes with the board symmetries
+        np.testing.assert_allclose(turned + pool.apply(params, turned),
+                                   symmetry.transform_grid(x + bias, k, axes=(-3, -2)), atol=1e-5)
+    plain, pooled = (make_network(6, NetworkConfig(**TINY, global_pool=on)) for on in (False, True))
+    obs = jnp.zeros((2, 6, 6, 2))
+    out_plain = plain.apply(init_variables(plain, jax.random.PRNGKey(0), 6), obs)
+    out_pooled = pooled.apply(init_variables(pooled, jax.random.PRNGKey(0), 6), obs)
+    assert jax.tree.map(jnp.shape, out_plain) == jax.tree.map(jnp.shape, out_pooled) == ((2, 37), (2,))
+    assert "global_pool" in init_variables(pooled, jax.random.PRNGKey(0), 6)["params"]["ResidualBlock_0"]
+
+
+def test_a_tiny_run_with_every_option_logs_the_new_terms_and_checkpoints(tmp_path):
+    from experiments.configs import tiny_test
+    from othello_jax.training import loop
+
+    config = tiny_test.get_config()
+    config.iterations = 2
+    config.network.update(**ALL_ON)
+    config.search.num_simulations = 2
+    config.search.max_num_considered_actions = 2
+    config.train.steps_per_iteration = 2
+    loop.run(config, tmp_path, print_fn=lambda _: None)
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in records] == [1, 2]
+    for name in ("score_loss", "ownership_loss", "value_mse", "score_abs_error", "aux_rows"):
+        assert all(np.isfinite(r[name]) for r in records), name
+    assert records[-1]["aux_rows"] > 0.5
+    network, variables, size = checkpoint.load_agent_variables(tmp_path)
+    assert network == NetworkConfig(blocks=1, channels=16, value_hidden=16, **ALL_ON) and size == 4
+    ckpts = checkpoint.Checkpoints(tmp_path, async_save=False)
+    assert ckpts.read_meta(ckpts.latest_step())["format_version"] == checkpoint.AUX_FORMAT_VERSION
+    ckpts.close()
+
+
+def _old_loss_fn(params, batch_stats, net, game, batch, loss_config):
+    """The loss before the optional heads existed (copied verbatim), the bit-identity reference."""
+    obs = game.observation(batch.state)
+    legal = game.legal_moves(batch.state)
+    (logits, value), updates = net.apply({"params": params, "batch_stats": batch_stats}, obs,
+                                         train=True, mutable=["batch_stats"])
+    mask = batch.mask
+    value_loss = weighted_mean(value_mse(value, batch.value), mask)
+    policy_loss = weighted_mean(policy_cross_entropy(logits, batch.policy, legal), mask)
+    entropy = weighted_mean(policy_entropy(logits, legal), mask)
+    target_logp = jnp.log(jnp.maximum(batch.policy, 1e-12))
+    target_entropy = weighted_mean(-jnp.sum(batch.policy * target_logp, axis=-1), mask)
+    l2 = l2_penalty(params)
+    loss = (float(loss_config.value_weight) * value_loss + policy_loss + float(loss_config.l2) * l2
+            - float(loss_config.entropy_bonus) * entropy)
+    metrics = {"loss": loss, "value_loss": value_loss, "policy_loss": policy_loss,
+               "policy_kl": policy_loss - target_entropy, "policy_entropy": entropy,
+               "target_entropy": target_entropy, "value_abs_error": weighted_mean(jnp.abs(value - batch.value), mask),
+               "l2": l2}
+    return loss, (updates.get("batch_stats", batch_stats), metrics)
+
+
+def _two_iterations(config):
+    program = synthetic_program(config, games=8, plies=8)
+    state = program.init_state(jax.random.PRNGKey(0))
+    step = program.iteration_fn(0, state)
+    history = []
+    for i in range(2):
+        state, metrics = step(state, jax.random.PRNGKey(10 + i))
+        history.append(jax.device_get(metrics))
+    return jax.device_get(state), history
+
+
+def test_all_options_off_trains_bit_identically_to_the_code_before_them(monkeypatch):
+    config = synthetic_config(steps_per_iteration=3)
+    config.replay.augment = True
+    new_state, new_history = _two_iterations(config)
+    monkeypatch.setattr(sgd_module, "loss_fn", _old_loss_fn)
+    old_state, old_history = _two_iterations(config)
+    assert jax.tree.structure(new_state) == jax.tree.structure(old_state)
+    assert new_state.buffer.data.final is None  # no new leaves in the replay rows
+    for a, b in zip(jax.tree.leaves(new_state), jax.tree.leaves(old_state), strict=True):
+        np.testing.assert_array_equal(a, b)
+    for new_metrics, old_metrics in zip(new_history, old_history, strict=True):
+        assert set(new_metrics) == set(old_metrics)  # no new metrics either
+        for name, value in new_metrics.items():
+            np.testing.assert_array_equal(value, old_metrics[name], err_msg=name)
+    # parameters are exactly the plain network's, and the checkpoint format stays 1
+    names = set(new_state.params) | set(new_state.params["ResidualBlock_0"])
+    assert not names & {"wdl", "score", "ownership", "global_pool"}
+    assert checkpoint.format_version(NetworkConfig()) == checkpoint.FORMAT_VERSION == 1
+
+
+def test_bad_settings_are_one_line_errors():
+    from othello_jax.training.config import check_config, default_config
+
+    config = default_config()
+    config.network.value_head = "pdf"
+    with pytest.raises(ValueError, match="unknown network.value_head 'pdf'"):
+        check_config(config)
+    config = default_config()
+    config.loss.score_weight = -1.0
+    with pytest.raises(ValueError, match="loss.score_weight must be >= 0"):
+        check_config(config)
+    old = {"format_version": 1, "network": {"blocks": 1, "channels": 16, "value_hidden": 16, "dtype": "float32"}}
+    wanted = {"format_version": 1, "network": checkpoint.network_meta(NetworkConfig(1, 16, 16, score_head=True))}
+    with pytest.raises(checkpoint.CheckpointError, match="format changed"):
+        checkpoint.check_compatible(old, wanted, Path("run"))
+    # a run written before the new fields existed still matches the plain network
+    checkpoint.check_compatible(old, {"format_version": 1,
+                                      "network": checkpoint.network_meta(NetworkConfig(1, 16, 16))}, Path("run"))
