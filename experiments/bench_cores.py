@@ -20,7 +20,14 @@ Usage::
 
     python -m experiments.bench_cores [--mode devices threads plain] [--iterations 3] [--lanes 0]
 
-Finding (2-core laptop CPU, jax 0.10.2; numbers in the README): FILLED IN BELOW.
+Finding so far (2-core CPU, jax 0.10.2, NOT quiet: load average 1.3 rising to 8 from other
+people's tests, 2 timed iterations, lanes 2 in every leg): one core 257 positions/s (16.1 s per
+iteration, 0.67 CPU s per s); one device on both cores 257 (0.81 cores busy: the second core
+idles, XLA:CPU runs the search's many small ops on one thread); every XLA threading flag on 275
+(1.07x, 0.81 cores busy); two host devices 126 (0.49x, 0.38 cores busy, the leg starved by the
+load). These wall-clock figures are unusable; the per-thread ``parallelism`` column (CPU seconds
+of all threads / of the busiest thread; added after that run) is the load-robust profile to read
+on the quiet rerun. The issue's earlier quick trial: two host devices ~1.15x.
 """
 
 from __future__ import annotations
@@ -67,6 +74,7 @@ def thread_profile(before: dict, after: dict) -> dict:
 def worker(devices: int, lanes: int, iterations: int) -> dict:
     """Time ``iterations`` compiled iterations of the quickstart config in this process."""
     import jax
+    import jax.numpy as jnp
 
     from experiments.configs import othello6_cpu
     from othello_jax.training.iteration import make_mesh
@@ -80,12 +88,14 @@ def worker(devices: int, lanes: int, iterations: int) -> dict:
     t0 = time.perf_counter()
     step = program.compile(0, state, jax.random.PRNGKey(1))
     compile_s = time.perf_counter() - t0
-    state, metrics = step(state, jax.random.PRNGKey(2))  # warm-up
+    # schedule inputs of the iteration (elapsed minutes, schedule position), where it takes them
+    extra = tuple(jnp.asarray(a) for a in getattr(program, "schedule_args", lambda *_: ())(0.0, 0.0))
+    state, metrics = step(state, jax.random.PRNGKey(2), *extra)  # warm-up
     jax.block_until_ready(metrics)
     threads0 = thread_cpu()
     positions, cpu0, t0 = 0, time.process_time(), time.perf_counter()
     for i in range(iterations):
-        state, metrics = step(state, jax.random.PRNGKey(3 + i))
+        state, metrics = step(state, jax.random.PRNGKey(3 + i), *extra)
         positions += int(metrics["positions"])
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
