@@ -66,6 +66,7 @@ def _train(workdir: Path, cores: int, iterations: int) -> subprocess.CompletedPr
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow  # a CLI subprocess: ~100 s on a loaded 2-core machine, less with the session's XLA cache
 def test_the_cli_resumes_a_run_written_without_the_split_on_two_cores(tmp_path):
     old = tmp_path / "old"
     shutil.copytree(OLD_RUN, old)
