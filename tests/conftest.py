@@ -37,6 +37,12 @@ def _share_compilation_cache() -> None:
 
 
 _share_compilation_cache()
+# `othello-jax train` splits a run over one CPU device per core unless JAX_NUM_CPU_DEVICES is
+# set (commands/train.py, tested in tests/test_cores.py). The tests pin one device, in this
+# process and in the training processes they start, so that a CLI call inside the test process
+# cannot change the device count of every later test, and the runs they compare stay one-lane
+# runs compiled once; tests that need more devices set the variable themselves.
+os.environ.setdefault("JAX_NUM_CPU_DEVICES", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("OTHELLO_JAX_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))

@@ -103,6 +103,19 @@ def host_devices(config, workdir: str | Path, cores: int, environ: Mapping[str, 
     return devices
 
 
+def use_host_devices(count: int) -> bool:
+    """Ask JAX for ``count`` CPU host devices. False, changing nothing, when JAX has already
+    started its backends in this process (a caller such as a notebook or a test that ran JAX
+    before): the run then uses the devices there are, with the lanes of its checkpoint."""
+    import jax
+
+    try:
+        jax.config.update("jax_num_cpu_devices", count)
+    except RuntimeError:  # "should be updated before backends are initialized"
+        return False
+    return True
+
+
 def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help", "help") for a in argv):
         print(USAGE)
@@ -115,9 +128,7 @@ def main(argv: list[str]) -> int:
         config, workdir = parse(argv)
         devices = host_devices(config, workdir, len(os.sched_getaffinity(0)))
         if devices is not None:
-            import jax
-
-            jax.config.update("jax_num_cpu_devices", devices)
+            use_host_devices(devices)
         run(config, workdir)
     except TrainingInterrupted as stop:
         print(f"othello-jax train: {stop}", file=sys.stderr)
