@@ -94,12 +94,14 @@ def play_notebook() -> nbformat.NotebookNode:
 
 {badge("play.ipynb")}
 
-Play a game against a trained checkpoint on a drawn board. Click a square (when ipywidgets is
+Play a game against a trained network on a drawn board (by default the 6x6 network that ships
+with the package, so nothing needs training first; point `CHECKPOINT` at your own run's
+workdir, `WORKDIR/best` or a `.msgpack` file to play it instead). Click a square (when ipywidgets is
 available, as in Colab) or type moves with `game.move("d3")`. After each of its moves the agent
 shows its value estimate and the moves its search visited most; `game.hint()` shows the search's
 view of your position."""),
         new_code_cell(parameters('''
-CHECKPOINT = "/content/drive/MyDrive/othello-jax/runs/othello/best"  # a workdir, WORKDIR/best or a step dir
+CHECKPOINT = "builtin:6x6"  # the shipped 6x6 network, or a run: "/content/drive/MyDrive/othello-jax/runs/othello"
 SIMS = 200  # search simulations per agent move
 YOUR_COLOR = "black"  # black moves first
 if TEST_MODE:

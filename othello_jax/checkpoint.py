@@ -30,6 +30,7 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
+from othello_jax import pretrained
 from othello_jax.model import NetworkConfig, init_variables, make_network
 
 FORMAT_VERSION = 1  # the plain network and replay layout
@@ -340,9 +341,17 @@ def load_agent_variables(path: str | Path) -> tuple[NetworkConfig, dict, int]:
     """Load a trained network: ``(network config, {'params', 'batch_stats'}, board size)``.
 
     ``path`` is a training workdir (its latest checkpoint), ``WORKDIR/best`` (the best one), a
-    ``checkpoints`` directory, or one step directory such as ``WORKDIR/checkpoints/40``. Arrays
-    land on the default device. Raises :class:`CheckpointError` with a one-line message.
+    ``checkpoints`` directory, one step directory such as ``WORKDIR/checkpoints/40``, a portable
+    ``.msgpack`` network file or ``builtin:NAME`` (a network shipped with the package, see
+    :mod:`othello_jax.pretrained`). Arrays land on the default device. Raises
+    :class:`CheckpointError` with a one-line message.
     """
+    if pretrained.is_portable(path):
+        try:
+            config, variables, size, _ = pretrained.load(path)
+        except pretrained.PortableNetworkError as error:
+            raise CheckpointError(str(error)) from None
+        return config, variables, size
     path = Path(path).expanduser()
     if not path.exists():
         raise CheckpointError(f"checkpoint path {path} does not exist")

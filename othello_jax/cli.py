@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                      "make the 6x6 perfect-play test set (every move of ~500 positions solved once)"),
     "testset": ("othello_jax.commands.testset",
                 "score an agent on the 6x6 perfect-play test set: optimal moves, disc loss"),
+    "export-network": ("othello_jax.commands.export_network",
+                       "a trained network as one portable .msgpack file (plays with --checkpoint=FILE)"),
     "bench-solver": ("experiments.bench_solver", "endgame solver nodes/s: C on FFO positions, batched JAX vs C"),
 }
 

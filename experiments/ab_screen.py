@@ -1,0 +1,196 @@
+"""A/B screen of training settings at equal wall-clock time (issue 16, item 1).
+
+Every (arm, seed) trains ``othello6_cpu`` plus the arm's ``--config`` overrides for the same
+``--minutes`` of wall clock (compilation included, no evaluation inside the budget), each run
+pinned to one CPU core, as many runs at a time as there are cores, so every arm trains under
+the same conditions. Then every run's final network is scored with 128 simulations (Gumbel, no
+noise) on the perfect-play test set and in ``--games`` games against alpha-beta depth 3 (varied
+near-even openings, both colours). The table gives, per arm: seeds, minutes, self-play
+positions/s, iterations, test-set optimal share and disc loss per move (mean over seeds with a
+95% interval from the pooled positions, and the seeds' spread), and the alpha-beta score.
+
+    python -m experiments.ab_screen --minutes 8 --seeds 0 1 2 --root runs/ab
+    python -m experiments.ab_screen --arms baseline wdl --seeds 0 --minutes 2 --games 8   # smoke run
+
+Finished runs are kept (``trained.json`` / ``scores.json`` in each workdir), so the command
+resumes where it stopped and re-prints the table. Arms are listed in ``ARMS`` (and in
+``experiments/ab_arms.md``); ``--set KEY=VALUE`` adds an override to every arm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+CONFIG = "experiments/configs/othello6_cpu.py"
+ARMS: dict[str, list[str]] = {
+    "baseline": [],
+    "wdl": ["network.value_head=wdl"],
+    "score_own": ["network.score_head=True", "network.ownership_head=True"],
+    "gpool": ["network.global_pool=True"],
+    "exact10": ["selfplay.exact_endgame_empties=10"],
+    "sims8": ["search.num_simulations=8"],
+    "all_heads": ["network.value_head=wdl", "network.score_head=True", "network.ownership_head=True",
+                  "network.global_pool=True"],
+}
+
+
+def train_command(arm: str, seed: int, minutes: float, workdir: Path, extra: list[str]) -> list[str]:
+    """The training command line of one run (also printed in the table)."""
+    overrides = [f"--config.{item}" for item in [*ARMS[arm], *extra]]
+    return [sys.executable, "-m", "othello_jax.cli", "train", f"--config={CONFIG}", f"--workdir={workdir}",
+            f"--config.seed={seed}", f"--config.max_minutes={minutes}", "--config.eval.every=0", *overrides]
+
+
+def run_pinned(jobs: list[tuple[list[str], Path]], cores: list[int]) -> None:
+    """Run each (command, log file) pinned to one core, ``len(cores)`` at a time."""
+    env = dict(os.environ, JAX_NUM_CPU_DEVICES="1")
+    pending, running = list(jobs), {}
+    while pending or running:
+        for core in cores:
+            if core not in running and pending:
+                command, log = pending.pop(0)
+                log.parent.mkdir(parents=True, exist_ok=True)
+                pin = (lambda c=core: os.sched_setaffinity(0, {c})) if hasattr(os, "sched_setaffinity") else None
+                print(f"[core {core}] {' '.join(command[1:])}", flush=True)
+                running[core] = (subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                                                  env=env, preexec_fn=pin), log)
+        time.sleep(2)
+        for core, (process, log) in list(running.items()):
+            if process.poll() is not None:
+                if process.returncode:
+                    print(f"[core {core}] exit {process.returncode}; see {log}", flush=True)
+                del running[core]
+
+
+def training_summary(workdir: Path) -> dict:
+    """Iterations, positions, positions/s (after compilation) and wall seconds of a finished run."""
+    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    played = [r for r in rows if "positions_per_s" in r]
+    rates = [r["positions_per_s"] for r in played if not r.get("compile_s")]
+    return dict(iterations=len(played), positions=float(sum(r.get("positions", 0) for r in played)),
+                positions_per_s=float(np.median(rates)) if rates else float("nan"),
+                elapsed_s=float(played[-1]["elapsed_s"]) if played and "elapsed_s" in played[-1] else float("nan"))
+
+
+def score_run(workdir: Path, games: int, sims: int, seed: int) -> dict:
+    """Test-set score and alpha-beta depth-3 match of the run's final network (one process)."""
+    import jax
+
+    from othello_jax.agents.specs import parse_agent
+    from othello_jax.evaluation import arena
+    from othello_jax.evaluation.testset import score_agent
+    from othello_jax.game import Othello
+    from othello_jax.solver.testset import load as load_testset
+
+    game = Othello(6)
+    player = parse_agent(f"net:ckpt={workdir},sims={sims}", game)
+    report = score_agent(jax.jit(player.act), load_testset(), jax.random.key(seed)).total
+    opponent = parse_agent("alphabeta:depth=3", game)
+    open_key, play_key = jax.random.split(jax.random.key(1000 + seed))
+    lines = arena.match_openings(game, games, open_key)
+    summary = arena.play_match(game, player, opponent, lines, play_key).summary()
+    return dict(moves=report.moves, optimal=report.optimal, optimal_interval=list(report.optimal_interval),
+                disc_loss=report.disc_loss, disc_loss_interval=list(report.disc_loss_interval),
+                ab3=summary.score, ab3_ci=summary.score_ci, ab3_games=summary.games,
+                ab3_as_black=summary.score_as_black, ab3_as_white=summary.score_as_white)
+
+
+def wilson(successes: float, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson interval of a share."""
+    if trials == 0:
+        return float("nan"), float("nan")
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return centre - half, centre + half
+
+
+def arm_row(arm: str, runs: list[tuple[dict, dict]], minutes: float) -> str:
+    """One markdown table row from an arm's (training summary, scores) per seed."""
+    trained = [t for t, _ in runs]
+    scores = [s for _, s in runs]
+    moves = sum(s["moves"] for s in scores)
+    optimal = np.array([s["optimal"] for s in scores])
+    low, high = wilson(float(sum(s["optimal"] * s["moves"] for s in scores)), moves)
+    loss = np.array([s["disc_loss"] for s in scores])
+    loss_se = math.sqrt(sum(((s["disc_loss_interval"][1] - s["disc_loss_interval"][0]) / 3.92) ** 2
+                            for s in scores)) / len(scores)
+    ab3 = np.array([s["ab3"] for s in scores])
+    ab3_ci = math.sqrt(sum(s["ab3_ci"] ** 2 for s in scores)) / len(scores)
+    games = sum(s["ab3_games"] for s in scores)
+    return (f"| {arm} | {len(runs)} | {minutes:g} | {np.mean([t['positions_per_s'] for t in trained]):.0f} | "
+            f"{np.mean([t['iterations'] for t in trained]):.1f} | "
+            f"{100 * optimal.mean():.1f}% [{100 * low:.1f}, {100 * high:.1f}] "
+            f"({', '.join(f'{100 * o:.1f}' for o in optimal)}) | "
+            f"{loss.mean():.2f} +- {1.96 * loss_se:.2f} ({', '.join(f'{x:.2f}' for x in loss)}) | "
+            f"{ab3.mean():.3f} +- {ab3_ci:.3f} ({games} games) |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--arms", nargs="+", default=["baseline", "wdl", "score_own", "gpool", "exact10"],
+                        help=f"arms to run (of: {', '.join(ARMS)})")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--minutes", type=float, default=8.0, help="wall-clock budget of every run")
+    parser.add_argument("--root", default="runs/ab", help="one workdir per run below this folder")
+    parser.add_argument("--games", type=int, default=64, help="games against alpha-beta depth 3 per run")
+    parser.add_argument("--sims", type=int, default=128, help="simulations when scoring")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra config override for every arm (e.g. train.batch_size=256)")
+    parser.add_argument("--cores", type=int, default=0, help="runs at a time, one core each (default: all cores)")
+    parser.add_argument("--score-one", help=argparse.SUPPRESS)  # internal: score one workdir
+    args = parser.parse_args(argv)
+    if args.score_one:
+        workdir = Path(args.score_one)
+        scores = score_run(workdir, args.games, args.sims, seed=0)
+        (workdir / "scores.json").write_text(json.dumps(scores))
+        return 0
+    unknown = [arm for arm in args.arms if arm not in ARMS]
+    if unknown:
+        parser.error(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}")
+    pinning = hasattr(os, "sched_getaffinity")
+    available = sorted(os.sched_getaffinity(0)) if pinning else list(range(os.cpu_count() or 1))
+    cores = available[: args.cores or len(available)]
+    root = Path(args.root)
+    runs = [(arm, seed, root / f"{arm}_s{seed}") for arm in args.arms for seed in args.seeds]
+
+    training = [(train_command(arm, seed, args.minutes, workdir, args.set), workdir / "train.log")
+                for arm, seed, workdir in runs if not (workdir / "trained.json").exists()]
+    run_pinned(training, cores)
+    for _, _, workdir in runs:
+        if (workdir / "metrics.jsonl").exists() and not (workdir / "trained.json").exists():
+            (workdir / "trained.json").write_text(json.dumps(training_summary(workdir)))
+    scoring = [([sys.executable, "-m", "experiments.ab_screen", f"--score-one={workdir}", f"--games={args.games}",
+                 f"--sims={args.sims}"], workdir / "score.log")
+               for _, _, workdir in runs
+               if (workdir / "trained.json").exists() and not (workdir / "scores.json").exists()]
+    run_pinned(scoring, cores)
+
+    print(f"\n{len(cores)} runs at a time, one core each; {args.minutes:g} minutes of wall clock per run; "
+          f"scored with {args.sims} simulations; intervals 95%")
+    print("| arm | seeds | minutes | positions/s | iterations | test set: optimal moves (per seed) | "
+          "discs lost per move (per seed) | vs alpha-beta depth 3 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for arm in args.arms:
+        done = [(json.loads((w / "trained.json").read_text()), json.loads((w / "scores.json").read_text()))
+                for a, _, w in runs if a == arm and (w / "scores.json").exists()]
+        if done:
+            print(arm_row(arm, done, args.minutes))
+    arm, seed = args.arms[0], args.seeds[0]
+    example = train_command(arm, seed, args.minutes, root / f"{arm}_s{seed}", args.set)
+    print("\nreproduce one run: JAX_NUM_CPU_DEVICES=1 taskset -c 0 othello-jax " + " ".join(example[4:]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
