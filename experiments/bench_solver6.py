@@ -3,6 +3,7 @@ and 20 empty squares (one value each, and every move's value), fresh transpositi
 
     python -m experiments.bench_solver6                 # 28, 24, 20 empties, 3 positions each
     python -m experiments.bench_solver6 --start         # also the start position (long)
+    python -m experiments.bench_solver6 --start --empties= --value-only   # the start position's value only
 
 Positions come from uniformly random play (seeded). Times are wall-clock seconds with this
 process's CPU seconds in brackets (on a shared machine the wall clock counts others' work).
@@ -43,10 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--empties", default="28,24,20", help="comma-separated empties (default 28,24,20)")
     parser.add_argument("--count", type=int, default=3, help="positions per number of empties (default 3)")
     parser.add_argument("--start", action="store_true", help="also solve the start position (32 empties)")
+    parser.add_argument("--value-only", action="store_true", help="skip solving every move (halves the time)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     game = Othello(6)
-    cases = [(int(e), p) for e in args.empties.split(",") for p in positions(game, int(e), args.count, args.seed)]
+    empties = [int(e) for e in args.empties.split(",") if e.strip()]
+    cases = [(e, p) for e in empties for p in positions(game, e, args.count, args.seed)]
     if args.start:
         init = game.init()
         cases.insert(0, (32, (int(bitboards_u64(init.mover)), int(bitboards_u64(init.opponent)))))
@@ -57,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         mask = c_solver.library().oj_legal(mover, opponent, board_mask_int(6))
         legal = [sq for sq in range(64) if mask >> sq & 1]
         solver = CSolver(6)
+        if args.value_only:
+            print(f"{empties:>7} {score:>+6} {nodes:>14,} {wall:>9.2f} s ({cpu:>7.2f} s CPU)", flush=True)
+            continue
         _, all_wall, all_cpu = timed(lambda: [solver.solve(*child(mover, opponent, sq)) for sq in legal])
         print(f"{empties:>7} {score:>+6} {nodes:>14,} {wall:>9.2f} s ({cpu:>7.2f} s CPU) "
               f"{all_wall:>9.2f} s ({all_cpu:>7.2f} s CPU)", flush=True)

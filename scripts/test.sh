@@ -34,7 +34,7 @@ echo "== test suite (newest versions), all but the tests marked slow"
 .venv/bin/python -c "import jax, flax, mctx; print('jax', jax.__version__, 'flax', flax.__version__, 'mctx', mctx.__version__)"
 # Two pytest workers (TEST_WORKERS): the tests are mostly single-threaded compilation, so both
 # cores of a 2-core machine work (37 min -> 23 min for this leg, measured); they share the cache.
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 -n "${TEST_WORKERS:-2}" -m "not slow" "$@"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=30 -n "${TEST_WORKERS:-2}" -m "not slow" "$@"
 
 # ---- the Colab-image leg ----------------------------------------------------------------------
 # Colab's image today: Python 3.13 with these pins. The project goes on top with the first five held
@@ -76,5 +76,5 @@ core_tests=$(grep -l "pytestmark = pytest.mark.core" tests/test_*.py | grep -v t
 # reference implementations (perft counts, pgx, rust-reversi, the pure-Python reference, the line
 # replayer's), which test game logic, not the versions, and every test that is not game core.
 # shellcheck disable=SC2086
-.venv-colab/bin/python -m pytest -q -p no:cacheprovider --durations=8 tests/test_notebooks.py tests/test_fuzz_*.py \
+.venv-colab/bin/python -m pytest -q -p no:cacheprovider --durations=8 -n "${TEST_WORKERS:-2}" tests/test_notebooks.py tests/test_fuzz_*.py \
   $core_tests -k "not perft and not reference and not pgx and not rust_reversi"

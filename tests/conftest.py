@@ -43,6 +43,10 @@ _share_compilation_cache()
 # cannot change the device count of every later test, and the runs they compare stay one-lane
 # runs compiled once; tests that need more devices set the variable themselves.
 os.environ.setdefault("JAX_NUM_CPU_DEVICES", "1")
+# Most test programs run once on tiny inputs, so XLA's optimisation passes cost more than they
+# save: jax's public `jax_disable_most_optimizations` (LLVM -O0, no expensive passes) for this
+# process and the processes it starts. Set JAX_DISABLE_MOST_OPTIMIZATIONS=0 to test optimised code.
+os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("OTHELLO_JAX_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))

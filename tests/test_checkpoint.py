@@ -170,6 +170,7 @@ def train_process(workdir: Path) -> subprocess.Popen:
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+@pytest.mark.slow  # one kill at one moment; tests/test_chaos_resume.py (in CI) kills 3 times at random moments
 def test_killed_run_resumes_to_the_same_parameters(tmp_path):
     import json
     import signal
