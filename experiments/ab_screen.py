@@ -38,6 +38,7 @@ ARMS: dict[str, list[str]] = {
     "gpool": ["network.global_pool=True"],
     "exact10": ["selfplay.exact_endgame_empties=10"],
     "sims8": ["search.num_simulations=8"],
+    "steps30": ["train.steps_per_iteration=30"],  # 3x the gradient steps per self-play position
     "all_heads": ["network.value_head=wdl", "network.score_head=True", "network.ownership_head=True",
                   "network.global_pool=True"],
 }

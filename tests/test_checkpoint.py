@@ -212,7 +212,7 @@ def test_killed_run_resumes_to_the_same_parameters(tmp_path):
 def test_a_run_written_before_the_package_layout_change_resumes(tmp_path):
     """tests/data/run_before_layout: the tiny_test config trained for 2 iterations by the code
     before the subpackage layout (commit 1425998). It resumes, and its third iteration equals
-    that of a run trained from scratch by today's code."""
+    that of a run trained from scratch by today's code (up to float rounding)."""
     import shutil
 
     from experiments.configs import tiny_test
@@ -228,4 +228,8 @@ def test_a_run_written_before_the_package_layout_change_resumes(tmp_path):
     fresh = loop.run(config, tmp_path / "fresh", print_fn=lambda _: None)
     timing = lambda r: {k: v for k, v in r.items() if not (k.endswith("_s") or k.endswith("_per_s"))}
     assert resumed["iteration"] == fresh["iteration"] == 3
-    assert timing(resumed) == timing(fresh)
+    # the old iterations were computed on another machine (and by optimised XLA code): equal up to
+    # float rounding, not bit for bit
+    a, b = timing(resumed), timing(fresh)
+    assert a.keys() == b.keys()
+    np.testing.assert_allclose([a[k] for k in sorted(a)], [b[k] for k in sorted(b)], rtol=1e-5, atol=1e-6)
