@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             print(arm_row(arm, done, args.minutes))
     arm, seed = args.arms[0], args.seeds[0]
     example = train_command(arm, seed, args.minutes, root / f"{arm}_s{seed}", args.set)
-    print("\nreproduce one run: JAX_NUM_CPU_DEVICES=1 taskset -c 0 othello-jax " + " ".join(example[4:]))
+    print("\nreproduce one run: JAX_NUM_CPU_DEVICES=1 taskset -c 0 othello-jax " + " ".join(example[3:]))
     return 0
 
 
