@@ -48,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     game = Othello(6)
-    empties = [int(e) for e in args.empties.split(",") if e.strip()]
-    cases = [(e, p) for e in empties for p in positions(game, e, args.count, args.seed)]
+    empty_counts = [int(e) for e in args.empties.split(",") if e.strip()]
+    cases = [(e, p) for e in empty_counts for p in positions(game, e, args.count, args.seed)]
     if args.start:
         init = game.init()
         cases.insert(0, (32, (int(bitboards_u64(init.mover)), int(bitboards_u64(init.opponent)))))
@@ -57,15 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     for empties, (mover, opponent) in cases:
         solver = CSolver(6)
         (score, _, nodes), wall, cpu = timed(lambda: solver.solve(mover, opponent))
-        mask = c_solver.library().oj_legal(mover, opponent, board_mask_int(6))
-        legal = [sq for sq in range(64) if mask >> sq & 1]
-        solver = CSolver(6)
-        if args.value_only:
-            print(f"{empties:>7} {score:>+6} {nodes:>14,} {wall:>9.2f} s ({cpu:>7.2f} s CPU)", flush=True)
-            continue
-        _, all_wall, all_cpu = timed(lambda: [solver.solve(*child(mover, opponent, sq)) for sq in legal])
-        print(f"{empties:>7} {score:>+6} {nodes:>14,} {wall:>9.2f} s ({cpu:>7.2f} s CPU) "
-              f"{all_wall:>9.2f} s ({all_cpu:>7.2f} s CPU)", flush=True)
+        line = f"{empties:>7} {score:>+6} {nodes:>14,} {wall:>9.2f} s ({cpu:>7.2f} s CPU)"
+        if not args.value_only:
+            mask = c_solver.library().oj_legal(mover, opponent, board_mask_int(6))
+            legal = [sq for sq in range(64) if mask >> sq & 1]
+            solver = CSolver(6)
+            _, all_wall, all_cpu = timed(lambda: [solver.solve(*child(mover, opponent, sq)) for sq in legal])
+            line += f" {all_wall:>9.2f} s ({all_cpu:>7.2f} s CPU)"
+        print(line, flush=True)
     return 0
 
 

@@ -66,26 +66,20 @@ def shared_data() -> Path:
 def optimized_compilation(request):
     """Tests marked ``optimized`` compile with XLA's optimisations on, as users' runs do.
 
-    Needed where a test compares with figures that optimised code recorded (a run written by
-    older code, resumed bit for bit), and where XLA's unoptimised CPU code differs from the
-    optimised one: the gradient of the global-pooling block came out NaN at -O0 (finite and
-    learning when optimised, same inputs). The flag is read at compile time, so programs
-    compiled inside the test are optimised; the processes it starts inherit the variable.
+    Needed where XLA's unoptimised CPU code differs from the optimised one: the gradient of the
+    global-pooling block came out NaN at -O0 (finite and learning when optimised, same inputs).
+    The flag is read at compile time, so programs compiled inside the test are optimised; the
+    processes it starts inherit the variable.
     """
     if request.node.get_closest_marker("optimized") is None:
         yield
         return
     import jax
 
-    before_flag = bool(jax.config.values["jax_disable_most_optimizations"])
-    before_env = os.environ.get("JAX_DISABLE_MOST_OPTIMIZATIONS")
+    request.getfixturevalue("monkeypatch").setenv("JAX_DISABLE_MOST_OPTIMIZATIONS", "0")  # restored after
+    before = bool(jax.config.values["jax_disable_most_optimizations"])
     jax.config.update("jax_disable_most_optimizations", False)
-    os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "0"
     try:
         yield
     finally:
-        jax.config.update("jax_disable_most_optimizations", before_flag)
-        if before_env is None:
-            os.environ.pop("JAX_DISABLE_MOST_OPTIMIZATIONS", None)
-        else:
-            os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = before_env
+        jax.config.update("jax_disable_most_optimizations", before)
