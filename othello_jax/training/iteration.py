@@ -36,7 +36,7 @@ from othello_jax.training.sgd import make_sgd_step
 
 AXIS = "data"
 # self-play statistics that are counts (summed over lanes); the others are averaged
-COUNT_STATS = frozenset({"games", "positions", "harvested", "truncated_games"})
+COUNT_STATS = frozenset({"games", "positions", "moves", "harvested", "truncated_games"})
 
 # selfplay_fn(variables, key, resign_state) -> (samples with any leading axes, {name: scalar}, resign_state)
 SelfPlayFn = Callable[[dict, jax.Array, Any], tuple[Samples, dict, Any]]

@@ -34,6 +34,7 @@ from othello_jax.game.fusion import step_materialized
 from othello_jax.game.lines import pad_lines, replay_lines
 from othello_jax.search import keys as search_keys
 from othello_jax.search.run import empty_start, reuse_node
+from othello_jax.training.playout_cap import check_playout_cap, default_playout_cap_config, split_search
 from othello_jax.training.samples import Samples, final_boards, flatten, no_final_boards
 
 VALUE_TARGETS = ("z", "q", "zq", "lambda")
@@ -52,6 +53,8 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
     c.value_target = "z"  # "z" outcome, "q" search value, "zq" their mean, "lambda" lambda-return
     c.td_lambda = 0.98
     c.exact_endgame_empties = 0  # > 0: value targets of positions with <= E empties solved exactly
+    # playout cap randomisation: one game in `every` searches fully and is recorded per ply (playout_cap.py)
+    c.playout_cap = default_playout_cap_config()
     c.harvest = ml_collections.ConfigDict(dict(
         per_tree=0,  # extra positions taken from each search tree (OLIVAW); 0 = off
         min_visits=4,  # a node needs at least this many visits to be harvested
@@ -86,6 +89,7 @@ def check_selfplay_config(config: ml_collections.ConfigDict) -> None:
     need(int(config.exact_endgame_empties) >= 0, "selfplay.exact_endgame_empties must be >= 0")
     need(int(config.harvest.per_tree) >= 0, "selfplay.harvest.per_tree must be >= 0")
     need(int(config.harvest.min_visits) >= 1, "selfplay.harvest.min_visits must be >= 1")
+    check_playout_cap(config)
     r = config.resign
     need(0.0 <= float(r.playout_fraction) <= 1.0, "selfplay.resign.playout_fraction must be in [0, 1]")
     need(-1.0 <= float(r.min_threshold) <= float(r.max_threshold) <= 1.0,
@@ -283,7 +287,8 @@ class SelfPlayStats(NamedTuple):
     """Scalar float32 metrics of one self-play call (``._asdict()`` for logging)."""
 
     games: jax.Array
-    positions: jax.Array  # real game positions (moves searched)
+    positions: jax.Array  # real game positions recorded for training
+    moves: jax.Array  # moves played (= positions unless playout_cap records only the full searches)
     harvested: jax.Array  # real harvested positions
     game_length: jax.Array  # mean plies per game
     black_win_rate: jax.Array
@@ -415,11 +420,21 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
     threshold = resign_state.threshold if lanes is None else jnp.repeat(resign_state.threshold, per_lane)
     reuse = bool(search_config.get("reuse", False))
     rows = jnp.arange(batch)
+    cap = config.get("playout_cap")
+    capped = cap is not None and int(cap.every) > 0
+    if capped:
+        check_playout_cap(config, search_config)
 
     def ply_fn(carry: _Carry, _):
         key, search_key, act_key = search_keys.split(carry.key, 3)
         state = carry.state
-        result = search.run_search(search_config, apply_fn, variables, state, search_key, game, start=carry.start)
+        if capped:  # a full-search group (recorded) and a fast group (played only)
+            result, recorded = split_search(cap, search_config, apply_fn, variables, state, search_key, game,
+                                            lanes or 1, per_lane)
+        else:
+            result = search.run_search(search_config, apply_fn, variables, state, search_key, game,
+                                       start=carry.start)
+            recorded = jnp.ones_like(carry.active)
         temperature = jnp.where(state.ply < int(config.temperature_plies), float(config.temperature), 0.0)
         action = search.select_action(result, temperature, act_key)
         active = carry.active
@@ -447,7 +462,7 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
                 start=reuse_node(search_config, result.tree, jnp.where(moving, child, -1)))
         prior = jax.nn.softmax(result.prior_logits)
         record = dict(
-            state=state, policy=result.policy_target, mask=active, search_value=value,
+            state=state, policy=result.policy_target, mask=active, recorded=recorded, search_value=value,
             ply=state.ply.astype(jnp.int32), action=jnp.where(moving, action, -1),
             prior_entropy=_entropy(jnp.where(result.legal, prior, 0.0)),
             target_entropy=_entropy(result.policy_target), color=color,
@@ -468,12 +483,14 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
         start=empty_start(search_config, start, game.num_actions) if reuse else None,
     )
     final, rec = jax.lax.scan(ply_fn, carry, None, length=plies)
-    mask = rec["mask"]
+    played = rec["mask"]  # every searched position of a running game
+    mask = played & rec["recorded"]  # the training positions (all played ones unless playout_cap is on)
 
     result = _result_per_color(game, final.state, final.resigned, final.resigned_color)  # [B, 2]
-    outcome = jnp.where(mask, jnp.take_along_axis(result[None], rec["color"][..., None], axis=-1)[..., 0], 0.0)
-    search_value = jnp.where(mask, rec["search_value"], 0.0)
-    values = value_targets(config.value_target, search_value, outcome, mask, float(config.td_lambda))
+    outcome = jnp.where(played, jnp.take_along_axis(result[None], rec["color"][..., None], axis=-1)[..., 0], 0.0)
+    search_value = jnp.where(played, rec["search_value"], 0.0)
+    # over the played positions, so lambda-returns run through the fast searches' values too
+    values = value_targets(config.value_target, search_value, outcome, played, float(config.td_lambda))
     samples = Samples(state=rec["state"], policy=rec["policy"], value=values.astype(jnp.float32), mask=mask)
     if config.get("final_board", False):  # score/ownership targets (set by the run for such heads)
         ended = ~final.resigned & ~final.active
@@ -496,7 +513,7 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
         new_resign = update_resign_state(config, resign_state, final.min_value, result, playout & ~final.resigned)
         if not resign_on:
             new_resign = resign_state
-        stats = _stats(output, final, result, new_resign, rec["inherited"], sims)
+        stats = _stats(output, final, result, new_resign, rec["inherited"], played, sims)
         return output, stats, new_resign
 
     # split the folded batch back into lanes: [T, L*G, ...] -> [L, T, G, ...], [L*G, ...] -> [L, G, ...]
@@ -504,19 +521,19 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
     by_lane_t = lambda x: jnp.moveaxis(x.reshape(x.shape[:1] + (lanes, per_lane) + x.shape[2:]), 1, 0)
     output = jax.tree.map(by_lane_t, output)
     final = jax.tree.map(by_lane, final._replace(key=None, start=None))
-    inherited = by_lane_t(rec["inherited"])
+    inherited, played = by_lane_t(rec["inherited"]), by_lane_t(played)
     result, playout = by_lane(result), by_lane(playout)
     if resign_on:
         update = functools.partial(update_resign_state, config)
         new_resign = jax.vmap(update)(resign_state, final.min_value, result, playout & ~final.resigned)
     else:
         new_resign = resign_state
-    stats = jax.vmap(functools.partial(_stats, sims=sims))(output, final, result, new_resign, inherited)
+    stats = jax.vmap(functools.partial(_stats, sims=sims))(output, final, result, new_resign, inherited, played)
     return output, stats, new_resign
 
 
 def _stats(out: SelfPlayOutput, final: _Carry, result: jax.Array, resign: ResignState, inherited: jax.Array,
-           sims: int) -> SelfPlayStats:
+           played: jax.Array, sims: int) -> SelfPlayStats:
     mask = out.samples.mask
     kept = jnp.sum(jnp.where(mask, inherited, 0).astype(jnp.float32))
     f32 = lambda x: jnp.asarray(x, jnp.float32)
@@ -526,6 +543,7 @@ def _stats(out: SelfPlayOutput, final: _Carry, result: jax.Array, resign: Resign
     return SelfPlayStats(
         games=f32(mask.shape[1]),
         positions=f32(positions),
+        moves=f32(jnp.sum(played)),
         harvested=f32(jnp.sum(out.harvested.mask)),
         game_length=f32(jnp.mean(final.state.ply)),
         black_win_rate=f32(jnp.mean(black > 0)),
