@@ -156,7 +156,7 @@ def _check_values(config: ConfigDict) -> None:
         _need(float(config.loss.get(name, 0.0)) >= 0, f"loss.{name} must be >= 0, got {config.loss.get(name)}")
     network_config(config)  # unknown preset or value head -> ValueError
     search.check_search_config(config.search)
-    selfplay.check_selfplay_config(config.selfplay)
+    selfplay.check_selfplay_config(config.selfplay, config.search)
     if int(config.eval.every):
         game = Othello(int(config.board_size))
         for spec in str(config.eval.opponents).split():

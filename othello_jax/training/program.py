@@ -185,7 +185,7 @@ def make_selfplay_fn(config: ConfigDict, game: Othello, net: AlphaZeroNet, lanes
     lane_config = ConfigDict(config.selfplay.to_dict())
     lane_config.num_games = games // lanes
     lane_config.final_board = net.config.final_board_targets  # score/ownership heads need final boards
-    selfplay.check_selfplay_config(lane_config)
+    selfplay.check_selfplay_config(lane_config, config.search)
     apply_fn = functools.partial(net.apply, train=False)
 
     def play(variables, key, resign):

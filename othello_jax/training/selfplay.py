@@ -78,8 +78,12 @@ def need(ok: bool, message: str) -> None:
         raise ValueError(message)
 
 
-def check_selfplay_config(config: ml_collections.ConfigDict) -> None:
-    """Raise a one-line ``ValueError`` naming the first impossible setting."""
+def check_selfplay_config(config: ml_collections.ConfigDict,
+                          search_config: ml_collections.ConfigDict | None = None) -> None:
+    """Raise a one-line ``ValueError`` naming the first impossible setting.
+
+    With ``search_config``, also the settings that self-play and the search must agree on.
+    """
     need(int(config.num_games) >= 1, f"selfplay.num_games must be >= 1, got {config.num_games}")
     need(int(config.max_plies) >= 0, f"selfplay.max_plies must be >= 0, got {config.max_plies}")
     need(float(config.temperature) >= 0, f"selfplay.temperature must be >= 0, got {config.temperature}")
@@ -89,7 +93,7 @@ def check_selfplay_config(config: ml_collections.ConfigDict) -> None:
     need(int(config.exact_endgame_empties) >= 0, "selfplay.exact_endgame_empties must be >= 0")
     need(int(config.harvest.per_tree) >= 0, "selfplay.harvest.per_tree must be >= 0")
     need(int(config.harvest.min_visits) >= 1, "selfplay.harvest.min_visits must be >= 1")
-    check_playout_cap(config)
+    check_playout_cap(config, search_config)
     r = config.resign
     need(0.0 <= float(r.playout_fraction) <= 1.0, "selfplay.resign.playout_fraction must be in [0, 1]")
     need(-1.0 <= float(r.min_threshold) <= float(r.max_threshold) <= 1.0,
@@ -345,7 +349,7 @@ def play_games(config: ml_collections.ConfigDict, game: Othello, apply_fn: searc
     :func:`play_lanes`, which the vmap rule calls. Vmapped over ``variables`` it falls back to a
     plain vmap.
     """
-    check_selfplay_config(config)
+    check_selfplay_config(config, search_config)
     search.check_search_config(search_config)
 
     def plain(variables, key, resign_state, openings):
@@ -391,7 +395,7 @@ def play_lanes(config: ml_collections.ConfigDict, game: Othello, apply_fn: searc
     "mctx"`` takes one key per batch: ``play_games`` then falls back to a plain vmap).
     """
     if check:
-        check_selfplay_config(config)
+        check_selfplay_config(config, search_config)
         search.check_search_config(search_config)
     lanes = int(jax.tree.leaves(resign_states)[0].shape[0])
     return _play(config, game, apply_fn, variables, keys, resign_states, lanes, search_config, openings)
@@ -422,8 +426,6 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
     rows = jnp.arange(batch)
     cap = config.get("playout_cap")
     capped = cap is not None and int(cap.every) > 0
-    if capped:
-        check_playout_cap(config, search_config)
 
     def ply_fn(carry: _Carry, _):
         key, search_key, act_key = search_keys.split(carry.key, 3)
@@ -434,7 +436,6 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
         else:
             result = search.run_search(search_config, apply_fn, variables, state, search_key, game,
                                        start=carry.start)
-            recorded = jnp.ones_like(carry.active)
         temperature = jnp.where(state.ply < int(config.temperature_plies), float(config.temperature), 0.0)
         action = search.select_action(result, temperature, act_key)
         active = carry.active
@@ -462,12 +463,14 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
                 start=reuse_node(search_config, result.tree, jnp.where(moving, child, -1)))
         prior = jax.nn.softmax(result.prior_logits)
         record = dict(
-            state=state, policy=result.policy_target, mask=active, recorded=recorded, search_value=value,
+            state=state, policy=result.policy_target, mask=active, search_value=value,
             ply=state.ply.astype(jnp.int32), action=jnp.where(moving, action, -1),
             prior_entropy=_entropy(jnp.where(result.legal, prior, 0.0)),
             target_entropy=_entropy(result.policy_target), color=color,
             inherited=carry.start[1] if reuse else jnp.zeros((batch,), jnp.int32),
         )
+        if capped:
+            record["recorded"] = recorded
         if harvest_count:
             extra = harvest(result.tree, game, harvest_count, int(config.harvest.min_visits))
             record["harvested"] = extra._replace(mask=extra.mask & active[:, None])
@@ -484,7 +487,7 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
     )
     final, rec = jax.lax.scan(ply_fn, carry, None, length=plies)
     played = rec["mask"]  # every searched position of a running game
-    mask = played & rec["recorded"]  # the training positions (all played ones unless playout_cap is on)
+    mask = played & rec["recorded"] if capped else played  # the training positions
 
     result = _result_per_color(game, final.state, final.resigned, final.resigned_color)  # [B, 2]
     outcome = jnp.where(played, jnp.take_along_axis(result[None], rec["color"][..., None], axis=-1)[..., 0], 0.0)
