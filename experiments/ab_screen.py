@@ -45,6 +45,8 @@ ARMS: dict[str, list[str]] = {
     # the same with 32-simulation targets and 8-simulation fast moves (about the baseline's cost per move)
     "pcr32": ["selfplay.playout_cap.every=4", "selfplay.playout_cap.fast_simulations=8",
               "search.num_simulations=32"],
+    # the two arms ahead of the baseline in the screens: WDL value head and global pooling together
+    "wdl_gpool": ["network.value_head=wdl", "network.global_pool=True"],
     "all_heads": ["network.value_head=wdl", "network.score_head=True", "network.ownership_head=True",
                   "network.global_pool=True"],
 }
