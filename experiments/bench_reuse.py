@@ -98,6 +98,27 @@ def seconds_per_move(game: Othello, agent: Agent, lines: list[list[int]], key: j
     return best
 
 
+def equal_time_sims(measure, sims: int, seconds: float, goal: float, limit: int = 4) -> int:
+    """The simulations at which ``measure(sims)`` (seconds per move, rising with sims) comes closest to ``goal``.
+
+    Starts from ``sims`` (taking ``seconds``, below the goal), grows by 15% until a setting takes
+    longer than ``goal`` (at most ``limit`` times ``sims``), then bisects the last bracket; each
+    setting is measured once.
+    """
+    below, above = (sims, seconds), None
+    while above is None and below[0] < limit * sims:
+        nxt = max(below[0] + 1, int(round(below[0] * 1.15)))
+        taken = measure(nxt)
+        below, above = ((nxt, taken), None) if taken <= goal else (below, (nxt, taken))
+    if above is None:
+        return below[0]
+    while above[0] - below[0] > 1:
+        middle = (below[0] + above[0]) // 2
+        taken = measure(middle)
+        below, above = ((middle, taken), above) if taken <= goal else (below, (middle, taken))
+    return min((below, above), key=lambda point: abs(point[1] - goal))[0]
+
+
 def report(title: str, result: arena.MatchResult) -> None:
     s = result.summary()
     print(f"{title}: {s.first} vs {s.second}: score {s.score:.3f} +- {s.score_ci:.3f} over {s.games} games "
@@ -142,18 +163,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"time per move, {'reuse' if with_reuse else 'plain'} {sims} sims: {seconds * 1e3:.2f} ms", flush=True)
     faster = times[(True, args.sims)] < times[(False, args.sims)]  # the faster setting gets more sims
     goal = max(times.values())
-    sims = args.sims
-    while True:  # more simulations for the faster one, until its time per move reaches the slower one's
-        nxt = max(sims + 1, int(round(sims * 1.15)))
-        seconds = seconds_per_move(game, make(nxt, reuse=faster), timing_lines, time_key)
-        print(f"time per move, {'reuse' if faster else 'plain'} {nxt} sims: {seconds * 1e3:.2f} ms", flush=True)
-        if seconds > goal:
-            below = times.get((faster, sims), goal)
-            sims = nxt if seconds - goal < goal - below else sims
-            break
-        times[(faster, nxt)], sims = seconds, nxt
-        if sims > 4 * args.sims:
-            break
+
+    def measure(sims: int) -> float:
+        seconds = seconds_per_move(game, make(sims, reuse=faster), timing_lines, time_key)
+        print(f"time per move, {'reuse' if faster else 'plain'} {sims} sims: {seconds * 1e3:.2f} ms", flush=True)
+        return seconds
+
+    sims = equal_time_sims(measure, args.sims, times[(faster, args.sims)], goal)
+    print(f"equal time: {'reuse' if faster else 'plain'} {sims} sims against "
+          f"{'plain' if faster else 'reuse'} {args.sims} sims", flush=True)
     fast = make(sims, reuse=faster)
     slow = make(args.sims, reuse=not faster)
     first, second = (fast, slow) if faster else (slow, fast)

@@ -213,3 +213,21 @@ def test_reuse_option_is_checked():
     assert bool(GAME.legal_moves(GAME.init())[int(plain[0])])
     solved = parse_agent(REUSER + ",solve=4", Othello(4))
     assert solved.act_with_memory is None  # the solver's wrapper has no memory
+
+
+def test_the_equal_time_search_finds_the_closest_simulation_count():
+    """bench_reuse's equal-time step brackets the goal and bisects it (it used to stop at the first overshoot)."""
+    from experiments.bench_reuse import equal_time_sims
+
+    calls = []
+
+    def measure(sims):  # 0.1 ms per simulation plus a fixed 1 ms
+        calls.append(sims)
+        return 1e-3 + 1e-4 * sims
+
+    # reuse 64 sims takes 7.8 ms; plain at 64 takes 7.4 ms: 68 simulations match 7.8 ms
+    assert equal_time_sims(measure, 64, measure(64), 7.8e-3) == 68
+    assert len(set(calls)) == len(calls) and calls[1:] == [74, 69, 66, 67, 68]  # each count once: grow, then bisect
+    assert equal_time_sims(measure, 64, measure(64), 7.84e-3) == 68  # 68.4: the nearer of 68 and 69
+    assert equal_time_sims(measure, 64, measure(64), 7.86e-3) == 69
+    assert equal_time_sims(measure, 10, measure(10), 1.0) == 43  # never reached: the first count past 4x (37 -> 43)
