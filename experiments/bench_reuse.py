@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -98,7 +99,7 @@ def seconds_per_move(game: Othello, agent: Agent, lines: list[list[int]], key: j
     return best
 
 
-def equal_time_sims(measure, sims: int, seconds: float, goal: float, limit: int = 4) -> int:
+def equal_time_sims(measure: Callable[[int], float], sims: int, seconds: float, goal: float, limit: int = 4) -> int:
     """The simulations at which ``measure(sims)`` (seconds per move, rising with sims) comes closest to ``goal``.
 
     Starts from ``sims`` (taking ``seconds``, below the goal), grows by 15% until a setting takes
@@ -157,19 +158,17 @@ def main(argv: list[str] | None = None) -> int:
     batch = args.batch or None
     report("equal simulations", arena.play_match(game, reuse, plain, lines, play_key, batch_size=batch))
 
-    times = {(True, args.sims): seconds_per_move(game, reuse, timing_lines, time_key),
-             (False, args.sims): seconds_per_move(game, plain, timing_lines, time_key)}
-    for (with_reuse, sims), seconds in times.items():
+    def timed(sims: int, with_reuse: bool, agent: Agent | None = None) -> float:
+        """Seconds per move of one setting (printed); ``agent``: that setting's player, if already built."""
+        agent = agent or make(sims, reuse=with_reuse)
+        seconds = seconds_per_move(game, agent, timing_lines, time_key)
         print(f"time per move, {'reuse' if with_reuse else 'plain'} {sims} sims: {seconds * 1e3:.2f} ms", flush=True)
-    faster = times[(True, args.sims)] < times[(False, args.sims)]  # the faster setting gets more sims
-    goal = max(times.values())
-
-    def measure(sims: int) -> float:
-        seconds = seconds_per_move(game, make(sims, reuse=faster), timing_lines, time_key)
-        print(f"time per move, {'reuse' if faster else 'plain'} {sims} sims: {seconds * 1e3:.2f} ms", flush=True)
         return seconds
 
-    sims = equal_time_sims(measure, args.sims, times[(faster, args.sims)], goal)
+    times = {True: timed(args.sims, True, reuse), False: timed(args.sims, False, plain)}
+    faster = times[True] < times[False]  # the faster setting gets more sims
+    goal = max(times.values())
+    sims = equal_time_sims(functools.partial(timed, with_reuse=faster), args.sims, times[faster], goal)
     print(f"equal time: {'reuse' if faster else 'plain'} {sims} sims against "
           f"{'plain' if faster else 'reuse'} {args.sims} sims", flush=True)
     fast = make(sims, reuse=faster)
