@@ -114,3 +114,28 @@ def test_no_private_mctx_anywhere():
     offenders = [str(path.relative_to(root)) for folder in ("othello_jax", "experiments", "tests", "scripts")
                  for path in (root / folder).rglob("*.py") if private in path.read_text()]
     assert not offenders, offenders
+
+
+def test_compaction_runs_the_smallest_tier_that_holds_the_working_trees():
+    """A level runs on all trees, or on B/2, B/4 or B/8 lanes when at most that many are working."""
+    from othello_jax.search import compaction
+
+    body = compaction.by_active_count(lambda carry: (carry[0], 0), lambda lanes: lambda carry: (carry[0], lanes),
+                                      lambda carry: carry[0], 64)
+    run_level = jax.jit(lambda active: body((active, 0))[1])
+    for count, lanes in [(64, 0), (33, 0), (32, 32), (17, 32), (16, 16), (9, 16), (8, 8), (1, 8)]:
+        assert int(run_level(np.arange(64) < count)) == lanes, count
+    assert compaction.tiers(32) == [16, 8] and compaction.tiers(8) == []
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_compacted_walk_levels_build_the_trees_of_public_mctx(variant):
+    """Walk levels where only a few trees still descend ran compacted, and the trees equal mctx's."""
+    game, states = passing_positions()
+    ours = run(config(variant), game, states, key=11)
+    assert_same_results(ours, run(config(variant, engine="mctx"), game, states, key=11))
+    levels = np.maximum(depths(ours.tree)[:, 1:] - 1, 0)  # levels below the root walked by each simulation
+    working = [int((levels[:, sim] >= level).sum()) for sim in range(levels.shape[1])
+               for level in range(1, levels[:, sim].max() + 1)]
+    assert any(0 < count <= BATCH // 8 for count in working), working
+    assert any(BATCH // 4 < count <= BATCH // 2 for count in working), working

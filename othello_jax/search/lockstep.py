@@ -11,23 +11,41 @@ functions the trees are identical to those of mctx's public policies (tested).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import mctx
 
-from othello_jax.search import keys
+from othello_jax.search import compaction, keys
 from othello_jax.search.tree import backup, expand, init_tree, start_tree
 
 
+def node_view(tree: mctx.Tree, tree_index: jax.Array, node: jax.Array) -> mctx.Tree:
+    """One-node trees: node ``node[i]`` of tree ``tree_index[i]`` (statistics, edges, root data).
+
+    What a selection function reads of a node, for a subset of the batch; select at node 0.
+    Embeddings are left out (selection does not read them).
+    """
+    take = lambda x: x.at[tree_index, node].get(mode="clip")[:, None]
+    per_tree = lambda x: x.at[tree_index].get(mode="clip")
+    fields = ("node_visits", "raw_values", "node_values", "parents", "action_from_parent", "children_index",
+              "children_prior_logits", "children_values", "children_visits", "children_rewards", "children_discounts")
+    return tree.replace(embeddings=None, root_invalid_actions=per_tree(tree.root_invalid_actions),
+                        extra_data=jax.tree.map(per_tree, tree.extra_data),
+                        **{name: take(getattr(tree, name)) for name in fields})
+
+
 def simulate(keys: jax.Array, tree: mctx.Tree, root_select: mctx.RootActionSelectionFn,
-             interior_select: mctx.InteriorActionSelectionFn, max_depth: int) -> tuple[jax.Array, jax.Array]:
+             interior_select: mctx.InteriorActionSelectionFn, max_depth: int,
+             compact: bool = True) -> tuple[jax.Array, jax.Array]:
     """Walk every tree from its root to an unexpanded edge (or the depth cut-off).
 
     ``keys`` are one per tree; each level splits a tree's key in two and passes the second half
     to the selection function. Returns ``(parent, action)``: the node reached and the edge to
-    evaluate from it (already expanded when the cut-off stopped the walk).
+    evaluate from it (already expanded when the cut-off stopped the walk). With ``compact``, deep
+    levels select only at the trees still descending (:mod:`othello_jax.search.compaction`).
     """
     rows = jnp.arange(keys.shape[0])
     split = jax.vmap(jax.random.split)
@@ -59,8 +77,28 @@ def simulate(keys: jax.Array, tree: mctx.Tree, root_select: mctx.RootActionSelec
         return (keep(new_keys, keys), keep(next_node, node), keep(new_action, action),
                 keep(new_reached, next_node), depth, still)
 
+    def compact_level(lanes: int):
+        """A level for at most ``lanes`` still-descending trees: only their nodes are selected."""
+
+        def run(carry):
+            keys, node, action, next_node, depth, active = carry
+            lane = compaction.working_lanes(active, lanes)
+            at = functools.partial(compaction.gather, lane=lane)
+            new_keys, selection_keys = halve(at(keys))
+            view = node_view(tree, lane, at(next_node))
+            new_action = select_interior(selection_keys, view, jnp.zeros((lanes,), jnp.int32), depth)
+            new_reached = view.children_index[jnp.arange(lanes), 0, new_action]
+            depth = depth + 1
+            going = (new_reached != mctx.Tree.UNVISITED) & (depth < max_depth)
+            put = functools.partial(compaction.scatter, lane=lane)
+            return (put(keys, new=new_keys), put(node, new=at(next_node)), put(action, new=new_action),
+                    put(next_node, new=new_reached), depth, put(jnp.zeros_like(active), new=going))
+
+        return run
+
+    body = compaction.by_active_count(level, compact_level, lambda carry: carry[5], rows.shape[0], compact)
     start = (keys, root, action, reached, depth, going_on)
-    _, node, action, _, _, _ = jax.lax.while_loop(lambda carry: jnp.any(carry[5]), level, start)
+    _, node, action, _, _, _ = jax.lax.while_loop(lambda carry: jnp.any(carry[5]), body, start)
     return node, action
 
 
@@ -98,7 +136,8 @@ def search(params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: m
     def one_simulation(sim, carry):
         key, tree = carry
         key, walk_key, expand_key = keys.split(key, 3)
-        parent, action = simulate(keys.per_row(walk_key, batch), tree, root_select, interior_select, max_depth)
+        parent, action = simulate(keys.per_row(walk_key, batch), tree, root_select, interior_select, max_depth,
+                                  compact=updates == "scatter")
         child = tree.children_index[rows, parent, action]
         child = jnp.where(child == mctx.Tree.UNVISITED, sim + first_new, child)
         embedding = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)
