@@ -116,21 +116,42 @@ def test_no_private_mctx_anywhere():
     assert not offenders, offenders
 
 
-def test_compaction_runs_the_smallest_tier_that_holds_the_working_trees():
-    """A level runs on all trees, or on B/2, B/4 or B/8 lanes when at most that many are working."""
+def test_compaction_phases_run_each_tier_while_it_is_the_smallest_that_holds_the_working_trees():
+    """64 trees, 7 finishing per level: 5 levels on all trees (64..36 working), 2 on 32 lanes
+    (29, 22), 1 on 16 (15), 2 on 8 (8, 1); compact levels see only working trees."""
     from othello_jax.search import compaction
 
-    body = compaction.by_active_count(lambda carry: (carry[0], 0), lambda lanes: lambda carry: (carry[0], lanes),
-                                      lambda carry: carry[0], 64)
-    run_level = jax.jit(lambda active: body((active, 0))[1])
-    for count, lanes in [(64, 0), (33, 0), (32, 32), (17, 32), (16, 16), (9, 16), (8, 8), (1, 8)]:
-        assert int(run_level(np.arange(64) < count)) == lanes, count
+    def full_level(carry):
+        active, levels, too_many = carry
+        return active & (np.cumsum(active) > 7), levels.at[0].add(1), too_many
+
+    def compact_level(lanes):
+        def run(carry):
+            active, levels, too_many = carry
+            lane = compaction.working_lanes(active, lanes)
+            still = compaction.gather(active, lane) & (np.arange(lanes) >= 7)
+            tier = 1 + compaction.tiers(64).index(lanes)
+            return (compaction.scatter(active, lane, still), levels.at[tier].add(1),
+                    too_many | (active.sum() > lanes))
+
+        return run
+
+    loop = jax.jit(lambda active: compaction.in_phases(full_level, compact_level, lambda carry: carry[0], 64,
+                                                       (active, jax.numpy.zeros(4, int), False)))
+    active, levels, too_many = loop(np.ones(64, bool))
+    assert not active.any() and not too_many
+    assert levels.tolist() == [5, 2, 1, 2]
     assert compaction.tiers(32) == [16, 8] and compaction.tiers(8) == []
+    _, levels, _ = jax.jit(lambda active: compaction.in_phases(full_level, compact_level, lambda carry: carry[0], 64,
+                                                               (active, jax.numpy.zeros(4, int), False), False))(
+        np.ones(64, bool))
+    assert levels.tolist() == [10, 0, 0, 0]  # disabled: all levels on all trees
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_compacted_walk_levels_build_the_trees_of_public_mctx(variant):
-    """Walk levels where only a few trees still descend ran compacted, and the trees equal mctx's."""
+    """Walk and backup levels where only a few trees still work ran compacted (B/2 and B/8
+    lanes), and the trees equal mctx's."""
     game, states = passing_positions()
     ours = run(config(variant), game, states, key=11)
     assert_same_results(ours, run(config(variant, engine="mctx"), game, states, key=11))

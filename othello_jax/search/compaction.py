@@ -1,16 +1,14 @@
-"""Lane compaction for the lockstep walk: deep levels select only at the trees still descending.
+"""Lane compaction for the lockstep loops: deep levels touch only the trees still working.
 
-The walk runs one level of every tree per iteration until the last tree has reached an
-unexpanded edge; at the deep levels most trees are already done (with varied roots, often
-three quarters of them or more). :func:`by_active_count` runs such a level on a compact batch
-of ``B / 2``, ``B / 4`` or ``B / 8`` lanes when that many suffice: the level gathers the working
-trees' nodes, selects on them alone and scatters the results back into the per-tree carry.
-Each tree's arithmetic is unchanged, so the trees are the same as without compaction (tested).
+The walk and the backup run one level of every tree per iteration until the last tree is done;
+at the deep levels most trees are already done (with varied roots, often three quarters of
+them or more). :func:`in_phases` runs those levels on a compact batch of ``B / 2``, ``B / 4``
+or ``B / 8`` lanes once that many suffice: a level gathers the working trees' entries, computes
+on them alone and scatters the results back. Each tree's arithmetic is unchanged, so the trees
+are the same as without compaction (tested).
 
-Only loops whose carry is small use it: a branch that wrote into the whole tree (the backup)
-would make XLA copy the tree through the conditional at every level (measured: 1.7x slower).
 The scatters are O(lanes) per level; on TPU, where scatters inside loops are slow
-(``search.tree_updates = "select"``), the walk runs without compaction.
+(``search.tree_updates = "select"``), the loops run without compaction.
 """
 
 from __future__ import annotations
@@ -47,17 +45,20 @@ def scatter(x: jax.Array, lane: jax.Array, new: jax.Array) -> jax.Array:
     return x.at[lane].set(new, mode="drop")
 
 
-def by_active_count(full_level: Callable[[Any], Any], compact_level: Callable[[int], Callable[[Any], Any]],
-                    active: Callable[[Any], jax.Array], batch: int, enabled: bool = True) -> Callable[[Any], Any]:
-    """A loop body running ``full_level(carry)`` or, when at most ``lanes`` trees are
-    ``active(carry)``, ``compact_level(lanes)(carry)`` for the smallest tier that holds them."""
+def in_phases(full_level: Callable[[Any], Any], compact_level: Callable[[int], Callable[[Any], Any]],
+              active: Callable[[Any], jax.Array], batch: int, carry: Any, enabled: bool = True) -> Any:
+    """Run a loop to its end in phases, for loops whose working trees only ever become fewer:
+    ``full_level`` while more trees than the largest tier work, then each tier's
+    ``compact_level(lanes)`` while more than the next tier's work (the last until none does).
+
+    No level runs inside a conditional, so a level may write into large arrays of the carry (the
+    tree) in place; a ``lax.switch`` between the level kinds made XLA copy the whole tree at every
+    backup level (1.7x slower searches)."""
     sizes = tiers(batch) if enabled else []
-    if not sizes:
-        return full_level
-
-    def level(carry):
-        count = jnp.sum(active(carry).astype(jnp.int32))
-        branch = sum((count <= lanes).astype(jnp.int32) for lanes in sizes)  # 0: all trees; i: sizes[i - 1]
-        return jax.lax.switch(branch, [full_level] + [compact_level(lanes) for lanes in sizes], carry)
-
-    return level
+    limits = sizes + [0]
+    phases = [(full_level, limits[0])]
+    phases += [(compact_level(lanes), limit) for lanes, limit in zip(sizes, limits[1:], strict=True)]
+    for level, limit in phases:
+        carry = jax.lax.while_loop(lambda carry, limit=limit: jnp.sum(active(carry).astype(jnp.int32)) > limit,
+                                   level, carry)
+    return carry

@@ -96,9 +96,9 @@ def simulate(keys: jax.Array, tree: mctx.Tree, root_select: mctx.RootActionSelec
 
         return run
 
-    body = compaction.by_active_count(level, compact_level, lambda carry: carry[5], rows.shape[0], compact)
     start = (keys, root, action, reached, depth, going_on)
-    _, node, action, _, _, _ = jax.lax.while_loop(lambda carry: jnp.any(carry[5]), body, start)
+    _, node, action, _, _, _ = compaction.in_phases(level, compact_level, lambda carry: carry[5], rows.shape[0],
+                                                    start, compact)
     return node, action
 
 

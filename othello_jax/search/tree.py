@@ -13,11 +13,14 @@ Both write the same values, so the trees are identical (tested). Reads stay gath
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import mctx
+
+from othello_jax.search import compaction
 
 TREE_UPDATES = ("scatter", "select")
 
@@ -139,40 +142,77 @@ def expand(tree: mctx.Tree, parent: jax.Array, action: jax.Array, child: jax.Arr
     )
 
 
+def backup_step(tree: mctx.Tree, lane: jax.Array, index: jax.Array,
+                leaf_value: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, dict[str, jax.Array]]:
+    """One backup level, with mctx's arithmetic, for trees ``lane`` at their nodes ``index``
+    (not roots): ``(parent, action, the value backed up to the parent, new entries)``; the
+    entries are the parent's value and visits and the edge's child value and visits."""
+    parent = tree.parents[lane, index]
+    action = tree.action_from_parent[lane, index]
+    count = tree.node_visits[lane, parent]
+    edge = (lane, parent, action)
+    leaf_value = tree.children_rewards[edge] + tree.children_discounts[edge] * leaf_value
+    parent_value = (tree.node_values[lane, parent] * count + leaf_value) / (count + 1.0)
+    return parent, action, leaf_value, {
+        "node_values": parent_value, "node_visits": count + 1,
+        "children_values": tree.node_values[lane, index], "children_visits": tree.children_visits[edge] + 1,
+    }
+
+
 def backup(tree: mctx.Tree, leaf: jax.Array, updates: str) -> mctx.Tree:
     """Propagate each tree's leaf value to its root, one level of every tree per iteration.
 
     Each level updates the parent's running mean value and visit count and the edge's child
-    value and visit count, with mctx's arithmetic. The loop runs while any tree has not reached
+    value and visit count (:func:`backup_step`). The loop runs while any tree has not reached
     its root; trees already there rewrite their root's entries unchanged, so a level costs
-    O(B) (the per-tree loop of mctx, vmapped, becomes selects over whole tree arrays).
+    O(B) (the per-tree loop of mctx, vmapped, becomes selects over whole tree arrays). With
+    ``"scatter"`` updates, once few trees still climb, the levels touch only those
+    (:func:`othello_jax.search.compaction.in_phases`).
     """
-    rows = jnp.arange(leaf.shape[0])
+    batch = leaf.shape[0]
+    rows = jnp.arange(batch)
     root = mctx.Tree.ROOT_INDEX
 
     def level(carry):
         tree, leaf_value, index = carry
         active = index != root
-        parent = jnp.where(active, tree.parents[rows, index], root)
-        action = jnp.where(active, tree.action_from_parent[rows, index], 0)
-        count = tree.node_visits[rows, parent]
-        leaf_value = jnp.where(active, tree.children_rewards[rows, parent, action]
-                               + tree.children_discounts[rows, parent, action] * leaf_value, leaf_value)
-        old_value = tree.node_values[rows, parent]
-        parent_value = (old_value * count + leaf_value) / (count + 1.0)
-        child_visits = tree.children_visits[rows, parent, action]
-        child_value = tree.children_values[rows, parent, action]
+        parent, action, new_leaf_value, new = backup_step(tree, rows, jnp.where(active, index, root), leaf_value)
+        parent, action = jnp.where(active, parent, root), jnp.where(active, action, 0)
+        old = {"node_values": tree.node_values[rows, parent], "node_visits": tree.node_visits[rows, parent],
+               "children_values": tree.children_values[rows, parent, action],
+               "children_visits": tree.children_visits[rows, parent, action]}
+        new = {name: jnp.where(active, value, old[name]) for name, value in new.items()}
         tree = tree.replace(
-            node_values=write(tree.node_values, jnp.where(active, parent_value, old_value), parent, updates=updates),
-            node_visits=write(tree.node_visits, jnp.where(active, count + 1, count), parent, updates=updates),
-            children_values=write(tree.children_values, jnp.where(active, tree.node_values[rows, index], child_value),
-                                  parent, action, updates),
-            children_visits=write(tree.children_visits, jnp.where(active, child_visits + 1, child_visits),
-                                  parent, action, updates),
+            node_values=write(tree.node_values, new["node_values"], parent, updates=updates),
+            node_visits=write(tree.node_visits, new["node_visits"], parent, updates=updates),
+            children_values=write(tree.children_values, new["children_values"], parent, action, updates),
+            children_visits=write(tree.children_visits, new["children_visits"], parent, action, updates),
         )
-        return tree, leaf_value, jnp.where(active, parent, index)
+        return tree, jnp.where(active, new_leaf_value, leaf_value), jnp.where(active, parent, index)
+
+    def compact_level(lanes: int):
+        """A level for at most ``lanes`` climbing trees: gathers, arithmetic and writes for those only."""
+
+        def run(carry):
+            tree, leaf_value, index = carry
+            lane = compaction.working_lanes(index != root, lanes)
+            at = functools.partial(compaction.gather, lane=lane)
+            parent, action, new_leaf_value, new = backup_step(tree, jnp.minimum(lane, batch - 1), at(index),
+                                                              at(leaf_value))
+            set_node = lambda x, value: x.at[lane, parent].set(value, mode="drop")
+            set_edge = lambda x, value: x.at[lane, parent, action].set(value, mode="drop")
+            tree = tree.replace(
+                node_values=set_node(tree.node_values, new["node_values"]),
+                node_visits=set_node(tree.node_visits, new["node_visits"]),
+                children_values=set_edge(tree.children_values, new["children_values"]),
+                children_visits=set_edge(tree.children_visits, new["children_visits"]),
+            )
+            return tree, compaction.scatter(leaf_value, lane, new_leaf_value), compaction.scatter(index, lane, parent)
+
+        return run
 
     leaf = jnp.asarray(leaf, jnp.int32)
     start = (tree, tree.node_values[rows, leaf], leaf)
-    tree, _, _ = jax.lax.while_loop(lambda carry: jnp.any(carry[2] != root), level, start)
+    tree, _, _ = compaction.in_phases(level, compact_level, lambda carry: carry[2] != root, batch, start,
+                                      updates == "scatter")
     return tree
