@@ -9,11 +9,14 @@ For each network and batch size B, the same B root positions (the start position
   trees (every field) before it prints their ratio;
 - (c) ``pgx setting``: pgx's AlphaZero example: pgx Othello states stepped by ``pgx.make("othello")``
   inside plain, unmodified ``mctx.gumbel_muzero_policy`` (always Gumbel, as in the example);
-- (d) ``network only``: the network alone, called as often as one search calls it (B x (sims + 1)).
+- (d) ``network only``: the network alone, called as often as one search calls it (B x (sims + 1));
+- (e) ``uncompacted``: (a) with ``search.compact_levels = False`` (every walk and backup level on
+  all B trees; asserted to build the same trees as (a)).
 
 Calls are interleaved, best of ``--repeats``. It prints ms per call, moves/s (B / time), network
 evaluations/s (B x (sims + 1) / time), and per setting the lines ``network share: NN%`` (d / a),
-``vs plain mctx: N.NNx`` (b / a) and ``vs pgx setting: N.NNx`` (c / a), for scripts to read.
+``vs plain mctx: N.NNx`` (b / a), ``vs pgx setting: N.NNx`` (c / a) and ``vs uncompacted: N.NNx``
+(e / a), for scripts to read.
 ``--selfplay`` also times ``play_games`` (moves/s of whole self-play games). Usage::
 
     python -m experiments.bench_selfplay [--network tiny small] [--batch 256 2048] [--simulations 32]
@@ -143,12 +146,12 @@ def best_times(calls: dict[str, tuple[Callable, tuple]], repeats: int) -> dict[s
     return best
 
 
-def assert_same_trees(a: search.SearchResult, b: search.SearchResult) -> None:
+def assert_same_trees(a: search.SearchResult, b: search.SearchResult, other: str = "plain mctx") -> None:
     """Every field of two search results (the whole tree included) is equal."""
     paths = jax.tree_util.tree_flatten_with_path(a)[0]
     for (path, x), y in zip(paths, jax.tree.leaves(b), strict=True):
         assert np.array_equal(np.asarray(x), np.asarray(y), equal_nan=True), \
-            f"engine and plain mctx built different trees: {jax.tree_util.keystr(path)}"
+            f"engine and {other} built different trees: {jax.tree_util.keystr(path)}"
 
 
 def bench_search(args, net: str, batch: int) -> dict[str, float]:
@@ -160,6 +163,8 @@ def bench_search(args, net: str, batch: int) -> dict[str, float]:
     config.tree_updates = args.tree_updates
     plain = config.copy_and_resolve_references()
     plain.engine = "mctx"
+    uncompacted = config.copy_and_resolve_references()
+    uncompacted.compact_levels = False
     apply_fn, variables = network(net, 8, args.dtype)
     our_roots, pgx_roots = root_positions(batch, args.plies)
 
@@ -168,9 +173,11 @@ def bench_search(args, net: str, batch: int) -> dict[str, float]:
         "(b) plain mctx": engine_search(plain, game, apply_fn, variables, our_roots),
         "(c) pgx setting": pgx_setting(config, apply_fn, variables, pgx_roots),
         "(d) network only": network_only(game, apply_fn, variables, batch, args.simulations + 1),
+        "(e) uncompacted": engine_search(uncompacted, game, apply_fn, variables, our_roots),
     }
-    ours, theirs = (fn(*fn_args) for fn, fn_args in (calls["(a) engine"], calls["(b) plain mctx"]))
-    assert_same_trees(ours, theirs)
+    ours = calls["(a) engine"][0](*calls["(a) engine"][1])
+    for other in ("(b) plain mctx", "(e) uncompacted"):
+        assert_same_trees(ours, calls[other][0](*calls[other][1]), other)
     seconds = best_times(calls, args.repeats)
 
     blocks, channels = PRESETS[net]
@@ -184,10 +191,11 @@ def bench_search(args, net: str, batch: int) -> dict[str, float]:
         moves = f"{batch / wall:10.0f}" if "network" not in name else f"{'-':>10}"
         print(f"  {name:<18} {1e3 * wall:9.1f} {moves} {evals / wall:12.0f}")
     engine = seconds["(a) engine"]
-    print("  (a) and (b) built equal trees (every field)")
+    print("  (a), (b) and (e) built equal trees (every field)")
     print(f"network share: {100 * seconds['(d) network only'] / engine:.0f}%")
     print(f"vs plain mctx: {seconds['(b) plain mctx'] / engine:.2f}x")
     print(f"vs pgx setting: {seconds['(c) pgx setting'] / engine:.2f}x")
+    print(f"vs uncompacted: {seconds['(e) uncompacted'] / engine:.2f}x")
     return seconds
 
 

@@ -155,6 +155,7 @@ def test_compacted_walk_levels_build_the_trees_of_public_mctx(variant):
     game, states = passing_positions()
     ours = run(config(variant), game, states, key=11)
     assert_same_results(ours, run(config(variant, engine="mctx"), game, states, key=11))
+    assert_same_results(ours, run(config(variant, compact_levels=False), game, states, key=11))
     levels = np.maximum(depths(ours.tree)[:, 1:] - 1, 0)  # levels below the root walked by each simulation
     working = [int((levels[:, sim] >= level).sum()) for sim in range(levels.shape[1])
                for level in range(1, levels[:, sim].max() + 1)]

@@ -17,6 +17,8 @@ def default_search_config() -> ml_collections.ConfigDict:
     config.symmetry = False  # evaluate the network on a random dihedral transform per position
     config.engine = "lockstep"  # the project's batched search; "mctx": mctx's public policies (same trees, slower)
     config.tree_updates = "scatter"  # lockstep tree writes: "scatter" (CPU/GPU) or "select" (one-hot, for TPU)
+    # lockstep deep levels on the trees still working only (B/2, B/4, B/8 lanes; same trees; scatter updates only)
+    config.compact_levels = True
     # subtree reuse (lockstep engine): a search may start from the tree kept from the last move
     # (search.reuse_tree); trees then have a fixed capacity of reuse_nodes + num_simulations nodes
     config.reuse = False

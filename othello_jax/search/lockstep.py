@@ -106,7 +106,7 @@ def search(params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: m
            root_select: mctx.RootActionSelectionFn, interior_select: mctx.InteriorActionSelectionFn,
            num_simulations: int, max_depth: int | None = None, invalid_actions: jax.Array | None = None,
            extra_data: Any = None, updates: str = "scatter", start: tuple[mctx.Tree, jax.Array] | None = None,
-           reset_root: bool = False) -> mctx.Tree:
+           reset_root: bool = False, compact: bool = True) -> mctx.Tree:
     """Run ``num_simulations`` simulations on every root (the counterpart of ``mctx.search``).
 
     Each simulation walks the trees (:func:`simulate`), evaluates one new node per tree with
@@ -119,7 +119,10 @@ def search(params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: m
     the fresh ``root`` evaluation (priors, raw value, embedding; an empty tree starts as usual)
     and simulation ``i`` adds node ``count + i``. ``reset_root`` (Gumbel) restarts the root's
     visit and child statistics so sequential halving starts over, keeping the subtrees below.
+    ``compact`` runs the deep walk and backup levels on the trees still working only
+    (:mod:`othello_jax.search.compaction`; with ``"scatter"`` updates; same trees).
     """
+    compact = compact and updates == "scatter"
     batch = root.value.shape[0]
     rows = jnp.arange(batch)
     max_depth = num_simulations if max_depth is None else max_depth
@@ -137,13 +140,13 @@ def search(params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: m
         key, tree = carry
         key, walk_key, expand_key = keys.split(key, 3)
         parent, action = simulate(keys.per_row(walk_key, batch), tree, root_select, interior_select, max_depth,
-                                  compact=updates == "scatter")
+                                  compact=compact)
         child = tree.children_index[rows, parent, action]
         child = jnp.where(child == mctx.Tree.UNVISITED, sim + first_new, child)
         embedding = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)
         step, embedding = recurrent_fn(params, expand_key, action, embedding)
         tree = expand(tree, parent, action, child, step, embedding, updates)
-        return key, backup(tree, child, updates)
+        return key, backup(tree, child, updates, compact)
 
     _, tree = jax.lax.fori_loop(0, num_simulations, one_simulation, (key, tree))
     return tree

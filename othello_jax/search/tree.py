@@ -159,14 +159,14 @@ def backup_step(tree: mctx.Tree, lane: jax.Array, index: jax.Array,
     }
 
 
-def backup(tree: mctx.Tree, leaf: jax.Array, updates: str) -> mctx.Tree:
+def backup(tree: mctx.Tree, leaf: jax.Array, updates: str, compact: bool = True) -> mctx.Tree:
     """Propagate each tree's leaf value to its root, one level of every tree per iteration.
 
     Each level updates the parent's running mean value and visit count and the edge's child
     value and visit count (:func:`backup_step`). The loop runs while any tree has not reached
     its root; trees already there rewrite their root's entries unchanged, so a level costs
     O(B) (the per-tree loop of mctx, vmapped, becomes selects over whole tree arrays). With
-    ``"scatter"`` updates, once few trees still climb, the levels touch only those
+    ``compact`` and ``"scatter"`` updates, once few trees still climb, the levels touch only those
     (:func:`othello_jax.search.compaction.in_phases`).
     """
     batch = leaf.shape[0]
@@ -214,5 +214,5 @@ def backup(tree: mctx.Tree, leaf: jax.Array, updates: str) -> mctx.Tree:
     leaf = jnp.asarray(leaf, jnp.int32)
     start = (tree, tree.node_values[rows, leaf], leaf)
     tree, _, _ = compaction.in_phases(level, compact_level, lambda carry: carry[2] != root, batch, start,
-                                      updates == "scatter")
+                                      compact and updates == "scatter")
     return tree

@@ -48,14 +48,15 @@ def _search(config: ml_collections.ConfigDict, lockstep_policy: Callable, mctx_p
             variables, key, root, recurrent_fn, invalid, **kwargs):
     """Run a variant's policy on the engine ``config.engine`` names, with the arguments every variant shares.
 
-    ``"lockstep"`` calls ``lockstep_policy`` (the project's engine, with ``config.tree_updates`` and
-    the reused ``start`` tree); ``"mctx"`` calls ``mctx_policy`` (mctx's public policy, which
-    starts every search afresh). ``kwargs`` are the variant's own settings.
+    ``"lockstep"`` calls ``lockstep_policy`` (the project's engine, with ``config.tree_updates``,
+    ``config.compact_levels`` and the reused ``start`` tree); ``"mctx"`` calls ``mctx_policy``
+    (mctx's public policy, which starts every search afresh). ``kwargs`` are the variant's own settings.
     """
     if config.engine == "mctx":
         policy = mctx_policy
     else:
-        policy = functools.partial(lockstep_policy, updates=str(config.tree_updates), start=start)
+        policy = functools.partial(lockstep_policy, updates=str(config.tree_updates), start=start,
+                                   compact=bool(config.get("compact_levels", True)))
     return policy(variables, key, root, recurrent_fn, num_simulations=int(config.num_simulations),
                   invalid_actions=invalid, max_depth=_max_depth(config), **kwargs)
 
