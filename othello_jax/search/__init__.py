@@ -19,7 +19,8 @@ walk, expand and back up in lockstep (:mod:`~othello_jax.search.lockstep`) over 
 (:mod:`~othello_jax.search.tree`), with mctx's public selection functions
 (:mod:`~othello_jax.search.policies`); deep levels, where most trees are done, run on the trees
 still working only (:mod:`~othello_jax.search.compaction`). ``"mctx"`` runs mctx's public
-policies instead. Both build the same trees. Only mctx's public API is used (ruff bans its private modules).
+policies instead. Both build the same trees. Only mctx's public API is used (ruff bans its
+private modules).
 
 Subtree reuse (``config.reuse``, off by default): ``reuse_tree(config, result.tree, action,
 reply)`` keeps the subtree below the moves played (:mod:`~othello_jax.search.reuse`) and

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 FRACTIONS = (2, 4, 8)  # compact batches of B / 2, B / 4 and B / 8 lanes
-MIN_LANES = 8  # smaller batches are not worth a branch
+MIN_LANES = 8  # smaller batches are not worth a phase of their own
 
 
 def tiers(batch: int) -> list[int]:
