@@ -136,15 +136,16 @@ def test_compaction_phases_run_each_tier_while_it_is_the_smallest_that_holds_the
 
         return run
 
-    loop = jax.jit(lambda active: compaction.in_phases(full_level, compact_level, lambda carry: carry[0], 64,
-                                                       (active, jax.numpy.zeros(4, int), False)))
-    active, levels, too_many = loop(np.ones(64, bool))
+    def loop(enabled):
+        start = (np.ones(64, bool), jax.numpy.zeros(4, int), False)
+        return jax.jit(lambda: compaction.in_phases(full_level, compact_level, lambda carry: carry[0], 64, start,
+                                                    enabled))()
+
+    active, levels, too_many = loop(True)
     assert not active.any() and not too_many
     assert levels.tolist() == [5, 2, 1, 2]
     assert compaction.tiers(32) == [16, 8] and compaction.tiers(8) == []
-    _, levels, _ = jax.jit(lambda active: compaction.in_phases(full_level, compact_level, lambda carry: carry[0], 64,
-                                                               (active, jax.numpy.zeros(4, int), False), False))(
-        np.ones(64, bool))
+    _, levels, _ = loop(False)
     assert levels.tolist() == [10, 0, 0, 0]  # disabled: all levels on all trees
 
 

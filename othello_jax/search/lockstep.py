@@ -85,13 +85,14 @@ def simulate(keys: jax.Array, tree: mctx.Tree, root_select: mctx.RootActionSelec
             lane = compaction.working_lanes(active, lanes)
             at = functools.partial(compaction.gather, lane=lane)
             new_keys, selection_keys = halve(at(keys))
-            view = node_view(tree, lane, at(next_node))
+            current = at(next_node)
+            view = node_view(tree, lane, current)
             new_action = select_interior(selection_keys, view, jnp.zeros((lanes,), jnp.int32), depth)
             new_reached = view.children_index[jnp.arange(lanes), 0, new_action]
             depth = depth + 1
             going = (new_reached != mctx.Tree.UNVISITED) & (depth < max_depth)
             put = functools.partial(compaction.scatter, lane=lane)
-            return (put(keys, new=new_keys), put(node, new=at(next_node)), put(action, new=new_action),
+            return (put(keys, new=new_keys), put(node, new=current), put(action, new=new_action),
                     put(next_node, new=new_reached), depth, put(jnp.zeros_like(active), new=going))
 
         return run

@@ -173,21 +173,26 @@ def backup(tree: mctx.Tree, leaf: jax.Array, updates: str, compact: bool = True)
     rows = jnp.arange(batch)
     root = mctx.Tree.ROOT_INDEX
 
+    def store(tree, new, set_node, set_edge):  # the level's new entries, written by node or by edge
+        return tree.replace(
+            node_values=set_node(tree.node_values, new["node_values"]),
+            node_visits=set_node(tree.node_visits, new["node_visits"]),
+            children_values=set_edge(tree.children_values, new["children_values"]),
+            children_visits=set_edge(tree.children_visits, new["children_visits"]),
+        )
+
     def level(carry):
         tree, leaf_value, index = carry
         active = index != root
         parent, action, new_leaf_value, new = backup_step(tree, rows, jnp.where(active, index, root), leaf_value)
         parent, action = jnp.where(active, parent, root), jnp.where(active, action, 0)
-        old = {"node_values": tree.node_values[rows, parent], "node_visits": tree.node_visits[rows, parent],
-               "children_values": tree.children_values[rows, parent, action],
-               "children_visits": tree.children_visits[rows, parent, action]}
-        new = {name: jnp.where(active, value, old[name]) for name, value in new.items()}
-        tree = tree.replace(
-            node_values=write(tree.node_values, new["node_values"], parent, updates=updates),
-            node_visits=write(tree.node_visits, new["node_visits"], parent, updates=updates),
-            children_values=write(tree.children_values, new["children_values"], parent, action, updates),
-            children_visits=write(tree.children_visits, new["children_visits"], parent, action, updates),
-        )
+        # trees at their root rewrite the root's entries (edge 0) unchanged: static slices, not gathers
+        unchanged = {"node_values": tree.node_values[:, root], "node_visits": tree.node_visits[:, root],
+                     "children_values": tree.children_values[:, root, 0],
+                     "children_visits": tree.children_visits[:, root, 0]}
+        new = {name: jnp.where(active, value, unchanged[name]) for name, value in new.items()}
+        tree = store(tree, new, lambda x, value: write(x, value, parent, updates=updates),
+                     lambda x, value: write(x, value, parent, action, updates))
         return tree, jnp.where(active, new_leaf_value, leaf_value), jnp.where(active, parent, index)
 
     def compact_level(lanes: int):
@@ -199,14 +204,8 @@ def backup(tree: mctx.Tree, leaf: jax.Array, updates: str, compact: bool = True)
             at = functools.partial(compaction.gather, lane=lane)
             parent, action, new_leaf_value, new = backup_step(tree, jnp.minimum(lane, batch - 1), at(index),
                                                               at(leaf_value))
-            set_node = lambda x, value: x.at[lane, parent].set(value, mode="drop")
-            set_edge = lambda x, value: x.at[lane, parent, action].set(value, mode="drop")
-            tree = tree.replace(
-                node_values=set_node(tree.node_values, new["node_values"]),
-                node_visits=set_node(tree.node_visits, new["node_visits"]),
-                children_values=set_edge(tree.children_values, new["children_values"]),
-                children_visits=set_edge(tree.children_visits, new["children_visits"]),
-            )
+            tree = store(tree, new, lambda x, value: x.at[lane, parent].set(value, mode="drop"),
+                         lambda x, value: x.at[lane, parent, action].set(value, mode="drop"))
             return tree, compaction.scatter(leaf_value, lane, new_leaf_value), compaction.scatter(index, lane, parent)
 
         return run
