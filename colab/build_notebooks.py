@@ -261,7 +261,8 @@ finally:
 
     shutil.rmtree(WORKDIR)
     assert workdir_mirror.restore(DRIVE_MIRROR, WORKDIR)
-    loop.run(config, WORKDIR)  # nothing left to train: it resumes at the last iteration and stops
+    config.iterations += 1  # the run extended: it resumes at its last checkpoint and trains one more
+    last = loop.run(config, WORKDIR, on_checkpoint=on_checkpoint)
 '''),
         new_markdown_cell("## Curves\n\nLosses, policy entropy, throughput and buffer fill per iteration, "
                           "then the Elo difference to each evaluation opponent (from the periodic arena "

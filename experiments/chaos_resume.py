@@ -1,9 +1,10 @@
 """Kill a small training run with SIGKILL at N random moments, resume it each time, and check it.
 
-    python -m experiments.chaos_resume --kills=20 [--seed=0] [--workdir=DIR] [--keep]
+    python -m experiments.chaos_resume --kills=20 [--seed=0] [--devices=N] [--workdir=DIR] [--keep]
 
 Each start of ``othello-jax train`` (the tiny 4x4 config, a checkpoint every 2 iterations, the
-last 3 kept) is killed at a moment picked at random among:
+last 3 kept; on one CPU host device per core, as the command picks, or ``--devices``) is
+killed at a moment picked at random among:
 
 - ``compile``: during start-up and compilation (the first kill always hits the real XLA
   compile; later starts load the executable from a persistent compilation cache);
@@ -38,16 +39,30 @@ CONFIG = ["--config=experiments/configs/tiny_test.py", "--config.checkpoint.ever
 MOMENTS = ("compile", "selfplay", "saving")
 
 
-class Start:
-    """One ``othello-jax train`` process with its output collected by a reader thread."""
+def user_env(cache: Path, devices: int = 0) -> dict[str, str]:
+    """The environment of a training process as a user's shell gives it: ``devices`` CPU host
+    devices (0: none named, so ``othello-jax train`` picks one per core), the XLA cache at ``cache``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS")}
+    env.update(PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1", JAX_COMPILATION_CACHE_DIR=str(cache),
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    if devices:
+        env["JAX_NUM_CPU_DEVICES"] = str(devices)
+    return env
 
-    def __init__(self, workdir: Path, cache: Path, iterations: int, keep: int):
-        env = dict(os.environ, PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1",
-                   JAX_COMPILATION_CACHE_DIR=str(cache), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
-        args = [f"--workdir={workdir}", *CONFIG, f"--config.iterations={iterations}",
-                f"--config.checkpoint.keep={keep}"]
-        self.proc = subprocess.Popen([sys.executable, "-m", "experiments.train", *args], cwd=REPO, env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+class Start:
+    """One ``othello-jax train`` process (``args`` after ``--workdir``) with its output collected by a reader thread.
+
+    ``cores`` pretends the process may use that many cores (what ``othello-jax train`` counts to
+    pick its devices); 0 leaves the machine's own count.
+    """
+
+    def __init__(self, workdir: Path, cache: Path, args: list[str], devices: int = 0, cores: int = 0):
+        pretend = f"os.sched_getaffinity = lambda pid: set(range({cores}))\n" if cores else ""
+        code = f"import os, sys\n{pretend}from othello_jax.cli import main\nsys.exit(main(sys.argv[1:]))"
+        self.proc = subprocess.Popen([sys.executable, "-c", code, "train", f"--workdir={workdir}", *args], cwd=REPO,
+                                     env=user_env(cache, devices), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True)
         self.lines: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -85,9 +100,14 @@ def saving_now(checkpoints: Path) -> bool:
         return False
 
 
-def kill_once(workdir: Path, cache: Path, iterations: int, moment: str, rng: random.Random) -> str:
+def run_args(iterations: int, keep: int) -> list[str]:
+    """The chaos run's arguments after ``--workdir``."""
+    return [*CONFIG, f"--config.iterations={iterations}", f"--config.checkpoint.keep={keep}"]
+
+
+def kill_once(workdir: Path, cache: Path, iterations: int, moment: str, rng: random.Random, devices: int) -> str:
     """Start the run, SIGKILL it at ``moment``; returns what was hit ('finished' if it ended first)."""
-    start = Start(workdir, cache, iterations, keep=3)
+    start = Start(workdir, cache, run_args(iterations, keep=3), devices)
     if moment == "compile":
         wait_for(lambda: start.saw("training "), start, 600)  # set up; compiling now
         time.sleep(rng.uniform(0.0, 2.0))
@@ -108,31 +128,47 @@ def kill_once(workdir: Path, cache: Path, iterations: int, moment: str, rng: ran
     return hit
 
 
-def compare(chaos: Path, reference: Path, iterations: int) -> list[str]:
-    """What differs between the chaos run and the reference run (empty: identical, nothing corrupt)."""
+def checkpoint_loader(args: list[str], workdir: Path):
+    """``load(workdir, step) -> (train state, key)`` as host arrays, for the run of ``args`` (its
+    config and overrides) whose checkpoints are in ``workdir``, restored in this process on
+    whatever devices it has (the lanes are the checkpoint's)."""
     import jax
-    import numpy as np
 
     from othello_jax import checkpoint
-    from othello_jax.commands.train import parse
+    from othello_jax.commands.train import checkpoint_lanes, parse
+    from othello_jax.training.iteration import make_mesh
     from othello_jax.training.program import make_train
 
-    config, _ = parse([*CONFIG, f"--config.iterations={iterations}", "--workdir=unused"])
-    program = make_train(config)
-    template = program.init_state(jax.random.PRNGKey(0))
-    problems = []
+    config, _ = parse([*args, "--workdir=unused"])
+    config.replay.lanes = checkpoint_lanes(workdir) or 0
+    program = make_train(config, make_mesh(1))
+    template, key_template = program.start(0)
 
     def load(workdir: Path, step: int):
         ckpts = checkpoint.Checkpoints(workdir, keep=10**6)
         try:
-            state, key, _ = ckpts.restore(template, jax.random.PRNGKey(0), program.meta(), step=step)
+            state, key, _ = ckpts.restore(template, key_template, program.meta(), step=step)
             return jax.device_get((state, key))
         finally:
             ckpts.close()
 
-    def same(a, b) -> bool:
-        return all(np.array_equal(np.asarray(x), np.asarray(y))
-                   for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+    return load
+
+
+def same_arrays(a, b) -> bool:
+    """Whether two pytrees hold bit-identical arrays."""
+    import jax
+    import numpy as np
+
+    return all(np.array_equal(np.asarray(x), np.asarray(y))
+               for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+
+
+def compare(chaos: Path, reference: Path, iterations: int) -> list[str]:
+    """What differs between the chaos run and the reference run (empty: identical, nothing corrupt)."""
+    load = checkpoint_loader(run_args(iterations, keep=3), chaos)
+    same = same_arrays
+    problems = []
 
     on_disk = sorted(int(p.name) for p in (chaos / "checkpoints").iterdir() if p.name.isdigit())
     leftovers = [p.name for p in (chaos / "checkpoints").iterdir() if not p.name.isdigit()]
@@ -166,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=0, help="run length (0: 12 per kill + 8)")
     parser.add_argument("--workdir", default="", help="where the runs go (default: a temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the workdir afterwards")
+    parser.add_argument("--devices", type=int, default=0,
+                        help="CPU host devices of each training process (0: one per core, as the command picks)")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     iterations = args.iterations or 12 * args.kills + 8
@@ -178,16 +216,16 @@ def main(argv: list[str] | None = None) -> int:
         hits: list[str] = []
         for k in range(args.kills):
             moment = "compile" if k == 0 else rng.choice(MOMENTS)  # the first hits the real compile
-            hits.append(kill_once(chaos, cache, iterations, moment, rng))
+            hits.append(kill_once(chaos, cache, iterations, moment, rng, args.devices))
             if hits[-1] == "finished":
                 break
         resumes = len([h for h in hits if h != "finished"])
-        final = Start(chaos, cache, iterations, keep=3)
+        final = Start(chaos, cache, run_args(iterations, keep=3), args.devices)
         if final.finish() != 0:
             print("\n".join(final.lines[-20:]))
             print("chaos_resume: FAILED: the last resume did not finish")
             return 1
-        straight = Start(reference, cache, iterations, keep=10**6)
+        straight = Start(reference, cache, run_args(iterations, keep=10**6), args.devices)
         if straight.finish() != 0:
             print("\n".join(straight.lines[-20:]))
             print("chaos_resume: FAILED: the uninterrupted run did not finish")
@@ -195,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         problems = compare(chaos, reference, iterations)
         counts = ", ".join(f"{m} {hits.count(m)}" for m in (*MOMENTS, "finished") if hits.count(m))
         verdict = "identical" if not problems else "DIFFERENT"
-        print(f"chaos_resume: {len(hits) - hits.count('finished')} kills ({counts}), {resumes} resumes, "
+        layout = next((line.split(", ")[1] for line in final.lines if line.startswith("training ")), "? device(s)")
+        print(f"chaos_resume: {len(hits) - hits.count('finished')} kills ({counts}), {resumes} resumes, {layout}, "
               f"{iterations} iterations; final state and checkpoints vs uninterrupted run: {verdict}; "
               f"{time.monotonic() - began:.0f}s")
         for problem in problems:

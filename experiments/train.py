@@ -3,12 +3,14 @@
     python -m experiments.train --config=experiments/configs/othello6_cpu.py --workdir=runs/o6 \
         --config.search.variant=puct
 
-Same as ``othello-jax train``; see ``othello_jax/commands/train.py``.
+Same as ``othello-jax train`` (the same exit statuses, ``--debug`` too); see
+``othello_jax/commands/train.py``.
 """
 
 import sys
 
-from othello_jax.commands.train import main
+from othello_jax.commands.command import run_command
+from othello_jax.commands.train import main, traceback_dir
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run_command("train", main, sys.argv[1:], log_dir=traceback_dir))

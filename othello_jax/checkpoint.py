@@ -31,6 +31,7 @@ import jax
 import orbax.checkpoint as ocp
 
 from othello_jax import pretrained
+from othello_jax.errors import InputError
 from othello_jax.model import NetworkConfig, init_variables, make_network
 
 FORMAT_VERSION = 1  # the plain network and replay layout
@@ -62,7 +63,7 @@ def format_version(network: dict | NetworkConfig | None) -> int:
     return AUX_FORMAT_VERSION if any(fields.get(k, defaults[k]) != defaults[k] for k in options) else FORMAT_VERSION
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(InputError, RuntimeError):
     """A checkpoint is missing, unreadable or incompatible (message is one line)."""
 
 
@@ -132,7 +133,7 @@ class Checkpoints:
 
     def __init__(self, workdir: str | Path, keep: int = 3, async_save: bool = True):
         if keep < 1:
-            raise ValueError(f"checkpoint keep must be >= 1, got {keep}")
+            raise InputError(f"checkpoint keep must be >= 1, got {keep}")
         _quiet_orbax()
         self.workdir = Path(workdir)
         probe_writable(self.workdir)

@@ -1,13 +1,19 @@
 """`othello-jax COMMAND ...`: one entry point; each command lives in its own module.
 
 A command module exposes ``main(argv: list[str]) -> int``. Register it in ``COMMANDS`` with a
-one-line summary; it is imported only when run, so the CLI starts fast.
+one-line summary; it is imported only when run, so the CLI starts fast. Every command runs under
+:func:`~othello_jax.commands.command.run_command`: bad input is one line and exit 2, a bug one
+line naming its traceback file and exit 1 (a module's ``traceback_dir(argv)``, if it has one,
+says where that file goes). ``--debug`` anywhere on the command line (or ``OTHELLO_JAX_DEBUG=1``)
+prints the traceback as well.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+
+from othello_jax.commands.command import DEBUG_FLAG, run_command
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, summary)
@@ -43,6 +49,8 @@ def _usage() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = DEBUG_FLAG in argv
+    argv = [arg for arg in argv if arg != DEBUG_FLAG]
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0
@@ -51,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"othello-jax: unknown command {name!r}; choose from {', '.join(sorted(COMMANDS))}", file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[name][0])
-    return int(module.main(rest) or 0)
+    return run_command(name, module.main, rest, log_dir=getattr(module, "traceback_dir", None), debug=debug)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from othello_jax.errors import InputError
+
 VALUE_HEADS = ("scalar", "wdl")
 PRESETS: dict[str, tuple[int, int]] = {
     # name: (residual blocks, channels)
@@ -47,7 +49,7 @@ class NetworkConfig:
 
     def __post_init__(self) -> None:
         if self.value_head not in VALUE_HEADS:
-            raise ValueError(f"unknown network.value_head {self.value_head!r}; choose from {', '.join(VALUE_HEADS)}")
+            raise InputError(f"unknown network.value_head {self.value_head!r}; choose from {', '.join(VALUE_HEADS)}")
 
     @property
     def final_board_targets(self) -> bool:
@@ -57,7 +59,7 @@ class NetworkConfig:
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> NetworkConfig:
         if name not in PRESETS:
-            raise ValueError(f"unknown network preset {name!r}; choose from {', '.join(PRESETS)}")
+            raise InputError(f"unknown network preset {name!r}; choose from {', '.join(PRESETS)}")
         blocks, channels = PRESETS[name]
         return cls(blocks=blocks, channels=channels, **overrides)
 

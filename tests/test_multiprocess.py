@@ -2,7 +2,8 @@
 explicit coordinator address, process count and id) train the same run as one process with 2
 devices and the same lane count, bit for bit; the checkpoint they write restores in a single process.
 A SIGTERM to one of them stops both at the same iteration (JAX's preemption sync point), after a
-checkpoint, with exit status 75.
+checkpoint, with exit status 75; the same two commands again resume and finish the run, still
+equal to the single process's uninterrupted run.
 
 Why one process with *2 devices* is the reference: each device then runs exactly the program a
 process runs (one lane, self-play without ``vmap``) and the gradient all-reduce adds the same two
@@ -67,7 +68,7 @@ def records(workdir: Path) -> list[dict]:
     return [{k: v for k, v in json.loads(line).items() if not k.endswith(TIMING)} for line in lines]
 
 
-def test_two_processes_train_like_one_stop_together_and_their_checkpoint_restores_in_one(tmp_path):
+def test_two_processes_train_like_one_stop_together_resume_and_their_checkpoint_restores_in_one(tmp_path):
     port = free_port()
     pair = [train(tmp_path / "two", 1, 300, (index, 2, port)) for index in (0, 1)]
     seen = []
@@ -84,25 +85,32 @@ def test_two_processes_train_like_one_stop_together_and_their_checkpoint_restore
     stopped = int(stops[0][0][0])
     assert stopped >= 2 and Path(stops[0][0][1]) == tmp_path / "two" / "checkpoints" / str(stopped)
 
-    single = tmp_path / "one"  # the same run on one process with 2 devices, as long as the pair trained
-    assert "2 device(s), 2 lane(s)" in finish(train(single, 2, stopped))
+    assert [r["iteration"] for r in records(tmp_path / "two")] == list(range(1, stopped + 1))
+
+    total = stopped + 2  # the same two commands again (a longer run): they resume where both stopped
+    port = free_port()
+    outs = [finish(proc) for proc in [train(tmp_path / "two", 1, total, (index, 2, port)) for index in (0, 1)]]
+    assert f"resumed {tmp_path / 'two'} at iteration {stopped}" in outs[0], outs[0][-3000:]
+
+    single = tmp_path / "one"  # the same run on one process with 2 devices, never interrupted
+    assert "2 device(s), 2 lane(s)" in finish(train(single, 2, total))
 
     two, one = records(tmp_path / "two"), records(single)
-    assert [r["iteration"] for r in two] == list(range(1, stopped + 1))
+    assert [r["iteration"] for r in two] == list(range(1, total + 1))
     assert two == one  # every metric, bit for bit
 
     # the checkpoint the two processes wrote restores here, in one process with one device
-    config, _ = parse([*ARGS, f"--config.iterations={stopped}", "--workdir=unused"])
+    config, _ = parse([*ARGS, f"--config.iterations={total}", "--workdir=unused"])
     program = make_train(config)
     assert program.mesh.size == 1 and program.lanes == 2
     template = program.init_state(jax.random.PRNGKey(0))
     states = []
     for workdir in (tmp_path / "two", single):
         ckpts = checkpoint.Checkpoints(workdir, keep=3)
-        assert ckpts.steps() == [stopped]
+        assert ckpts.steps()[-1] == total
         state, key, meta = ckpts.restore(template, jax.random.PRNGKey(0), program.meta())
         ckpts.close()
-        assert int(state.iteration) == stopped and meta["lanes"] == 2
+        assert int(state.iteration) == total and meta["lanes"] == 2
         states.append(jax.device_get((state, key)))
     for a, b in zip(jax.tree.leaves(states[0]), jax.tree.leaves(states[1]), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # parameters, optimizer, buffer, rng

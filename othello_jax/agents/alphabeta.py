@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from othello_jax.agents import heuristic
+from othello_jax.errors import InputError
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 from othello_jax.game.fusion import materialize
@@ -89,7 +90,7 @@ def search(states: State, game: Othello, depth: int) -> tuple[jax.Array, jax.Arr
     iterations). Finished positions get the pass action and their final value.
     """
     if depth < 1:
-        raise ValueError(f"alpha-beta depth must be >= 1, got {depth}")
+        raise InputError(f"alpha-beta depth must be >= 1, got {depth}")
     size = game.size
     batch = states.ply.shape
     ninf = jnp.full(batch, -heuristic.INF, jnp.int32)

@@ -15,6 +15,7 @@ from typing import Any
 
 import jax
 
+from othello_jax.errors import InputError
 from othello_jax.game import State
 
 ActFn = Callable[[State, jax.Array], jax.Array]
@@ -52,7 +53,7 @@ class Agent:
     act_with_memory: Callable[[Any, Any, State, jax.Array], tuple[jax.Array, Any]] | None = None
 
 
-class AgentSpecError(ValueError):
+class AgentSpecError(InputError):
     """A malformed agent spec (one-line message naming the problem)."""
 
 

@@ -31,13 +31,14 @@ import numpy as np
 
 from othello_jax.agents.base import Agent, AgentSpecError
 from othello_jax.agents.gtp_protocol import GtpError, clean_line, format_vertex, parse_vertex
+from othello_jax.errors import InputError
 from othello_jax.game import BLACK, Othello, State, board_string, format_transcript
 from othello_jax.game.lines import pad_lines
 
 COLOR_NAMES = ("b", "w")  # GTP colour words, indexed by othello_jax colour (0 black, 1 white)
 
 
-class EngineError(RuntimeError):
+class EngineError(InputError, RuntimeError):
     """The external engine failed: it crashed, timed out, refused a command or played an illegal move."""
 
 

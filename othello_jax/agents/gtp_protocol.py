@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from othello_jax.errors import InputError
 from othello_jax.game import NotationError, parse_square, square_name
 
 PROTOCOL_VERSION = "2"
 
 
-class GtpError(ValueError):
-    """A command failed; the message becomes the ``?`` response text. A ``ValueError``, like the
+class GtpError(InputError):
+    """A command failed; the message becomes the ``?`` response text. An ``InputError``, like the
     project's other errors for bad input (``NotationError``, ``AgentSpecError``)."""
 
 

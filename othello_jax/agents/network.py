@@ -14,6 +14,7 @@ import mctx
 from othello_jax import search as search_lib
 from othello_jax.agents.base import Agent, AgentSpecError, parametric_agent
 from othello_jax.checkpoint import CheckpointError, load_agent_variables
+from othello_jax.errors import InputError
 from othello_jax.game import Othello, State
 from othello_jax.model import NetworkConfig, init_variables, make_network
 from othello_jax.search import SearchResult
@@ -43,7 +44,7 @@ def playing_search_config(variant: str, sims: int, reuse: bool = False):
     config.dirichlet_fraction = 0.0
     try:
         search_lib.check_search_config(config)
-    except ValueError as error:
+    except InputError as error:
         raise AgentSpecError(str(error)) from None
     return config
 
@@ -186,7 +187,7 @@ def untrained_agent(game: Othello, preset: str, seed: int = 0, **options: Any) -
     """A freshly initialised network (a reference point for Elo curves, and for tests)."""
     try:
         network_config = NetworkConfig.preset(preset)
-    except ValueError as error:
+    except InputError as error:
         raise AgentSpecError(str(error)) from None
     variables = init_variables(make_network(game.size, network_config), jax.random.PRNGKey(seed), game.size)
     return network_agent(game, network_config, variables, **options)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from othello_jax.commands.command import failure, make_parser
+from othello_jax.errors import InputError
 
 DEFAULT_WTHOR = os.environ.get("OTHELLO_JAX_WTHOR", "../shared/data/wthor")
 DEFAULT_CACHE = "~/.cache/othello-jax"
@@ -54,7 +55,6 @@ def main(argv: list[str]) -> int:
 
     from othello_jax.checkpoint import CheckpointError, load_agent_variables
     from othello_jax.data import accuracy, expert
-    from othello_jax.data.wthor import WthorError
     from othello_jax.model import make_network
 
     try:
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
     try:
         data = expert.load_expert_data(Path(args.wthor).expanduser(), args.test_from_year,
                                        args.cache_dir or None, progress=progress)
-    except (WthorError, ValueError) as error:
+    except InputError as error:  # an unreadable WThor file
         return fail(str(error))
     rows = accuracy.subsample(data.test, args.positions)
     if rows.size == 0:

@@ -8,10 +8,11 @@ import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from othello_jax.errors import InputError
 from othello_jax.game import SIZES, Othello
 
 
-class AgentOptionError(ValueError):
+class AgentOptionError(InputError):
     """Bad or inconsistent agent options (one-line message)."""
 
 
@@ -46,14 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True) -> 
 def network_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Player:
     """A trained network from a checkpoint, searching ``sims`` simulations per move."""
     from othello_jax.agents import playing_search_config
-    from othello_jax.checkpoint import CheckpointError, load_agent_variables
+    from othello_jax.checkpoint import load_agent_variables
     from othello_jax.evaluation.analysis import Analyzer, SearchingAgent, format_summary
     from othello_jax.model import make_network
 
     try:
         network, variables, size = load_agent_variables(checkpoint)
         config = playing_search_config(variant, sims)
-    except (CheckpointError, ValueError) as error:
+    except InputError as error:  # a missing or incompatible checkpoint, an unknown search variant
         raise AgentOptionError(str(error)) from None
     game = Othello(size)
     net = make_network(size, network)
@@ -77,7 +78,7 @@ def spec_player(spec: str, size: int) -> Player:
     def make_agent(game: Othello) -> Any:
         try:
             return parse_agent(spec, game)
-        except ValueError as error:
+        except InputError as error:
             raise AgentOptionError(str(error)) from None
 
     make_agent(Othello(size))  # fail now, not at the first move, on a bad spec

@@ -1,12 +1,25 @@
-"""What every `othello-jax COMMAND` shares: its argument parser and its one-line error exit."""
+"""What every `othello-jax COMMAND` shares: its argument parser, its one-line error exit, and
+:func:`run_command`, which turns what escapes a command into one line and an exit status."""
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import os
 import sys
+import tempfile
+import traceback
 from collections.abc import Callable
+from pathlib import Path
 
+from othello_jax.errors import InputError
+
+EXIT_BUG = 1
 EXIT_BAD_INPUT = 2
+EXIT_ABORTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+DEBUG_FLAG = "--debug"
+DEBUG_ENV = "OTHELLO_JAX_DEBUG"
+ERRORS_LOG = "errors.log"
 
 
 def make_parser(name: str, doc: str | None) -> argparse.ArgumentParser:
@@ -21,8 +34,65 @@ def failure(name: str) -> Callable[..., int]:
     """
 
     def fail(message: object, code: int = EXIT_BAD_INPUT) -> int:
-        text = str(message).strip()
-        print(f"othello-jax {name}: error: {text.splitlines()[0] if text else 'failed'}", file=sys.stderr)
+        print(f"othello-jax {name}: error: {first_line(message)}", file=sys.stderr)
         return code
 
     return fail
+
+
+def first_line(message: object) -> str:
+    """The first line of ``message``; an exception with no text gives its type's name."""
+    text = str(message).strip()
+    if text:
+        return text.splitlines()[0]
+    return type(message).__name__ if isinstance(message, BaseException) else "failed"
+
+
+def run_command(name: str, main: Callable[[list[str]], int | None], argv: list[str],
+                log_dir: Callable[[list[str]], str | Path | None] | None = None, debug: bool = False) -> int:
+    """Run ``main(argv)`` (without ``--debug``) and turn what escapes it into an exit status.
+
+    Bad input (:class:`~othello_jax.errors.InputError`, or an ``OSError`` such as a missing file
+    the command could not check beforehand): ``othello-jax NAME: error: LINE`` on stderr, exit 2.
+    Ctrl-C: exit 130. Anything else is a bug: one line saying so and naming the file holding the
+    full traceback (``log_dir(argv)/errors.log`` when ``log_dir`` names a directory, e.g. the run
+    directory of ``train``; else a new temporary file), exit 1. With ``--debug`` anywhere in
+    ``argv``, ``debug=True`` or ``OTHELLO_JAX_DEBUG=1`` the traceback goes to stderr as well.
+    """
+    debug = debug or DEBUG_FLAG in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    argv = [arg for arg in argv if arg != DEBUG_FLAG]
+    try:
+        return int(main(argv) or 0)
+    except (InputError, OSError) as error:
+        if debug:
+            traceback.print_exc()
+        return failure(name)(error)
+    except KeyboardInterrupt:
+        print(f"othello-jax {name}: interrupted", file=sys.stderr)
+        return EXIT_ABORTED
+    except Exception as error:
+        if debug:
+            traceback.print_exc()
+        where = write_traceback(name, argv, error, log_dir(argv) if log_dir is not None else None)
+        print(f"othello-jax {name}: internal error (a bug, please report it): {type(error).__name__}: "
+              f"{first_line(error)}; full traceback in {where}", file=sys.stderr)
+        return EXIT_BUG
+
+
+def write_traceback(name: str, argv: list[str], error: BaseException, directory: str | Path | None) -> Path:
+    """Append ``error``'s traceback, with the time and the command line, to ``DIRECTORY/errors.log``
+    (a new temporary file when there is no directory or it cannot be written); returns the file."""
+    text = (f"=== {datetime.datetime.now().isoformat(timespec='seconds')} othello-jax {name} {' '.join(argv)}\n"
+            + "".join(traceback.format_exception(error)))
+    if directory is not None:
+        path = Path(directory).expanduser() / ERRORS_LOG
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as log:
+                log.write(text + "\n")
+            return path
+        except OSError:
+            pass  # an unwritable directory: the temporary file below still keeps the traceback
+    with tempfile.NamedTemporaryFile("w", prefix=f"othello-jax-{name}-", suffix=".log", delete=False) as log:
+        log.write(text)
+    return Path(log.name)

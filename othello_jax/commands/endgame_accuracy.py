@@ -20,8 +20,9 @@ import time
 import jax
 
 from othello_jax.commands import agent_options
-from othello_jax.game import NotationError, Othello
-from othello_jax.solver import BACKENDS, CSolverUnavailable, resolve_backend
+from othello_jax.errors import InputError
+from othello_jax.game import Othello
+from othello_jax.solver import BACKENDS, resolve_backend
 from othello_jax.solver.accuracy import (
     collect_moves,
     format_report,
@@ -52,11 +53,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check(args: argparse.Namespace, game: Othello) -> None:
     if args.games < 1:
-        raise ValueError(f"--games must be at least 1, got {args.games}")
+        raise InputError(f"--games must be at least 1, got {args.games}")
     if not 0 <= args.empties <= game.num_squares - 4:
-        raise ValueError(f"--empties must be in 0..{game.num_squares - 4}, got {args.empties}")
+        raise InputError(f"--empties must be in 0..{game.num_squares - 4}, got {args.empties}")
     if args.random_plies < 0:
-        raise ValueError(f"--random-plies must be non-negative, got {args.random_plies}")
+        raise InputError(f"--random-plies must be non-negative, got {args.random_plies}")
 
 
 def _act(agent):
@@ -80,7 +81,7 @@ def main(argv: list[str]) -> int:
             starts = opening_starts(args.openings, game, args.games, args.seed)
         else:
             starts = random_starts(game, args.games, args.random_plies, jax.random.fold_in(key, 1))
-    except (agent_options.AgentOptionError, ValueError, FileNotFoundError, NotationError, CSolverUnavailable) as err:
+    except (InputError, OSError) as err:  # bad options or openings, no C compiler for --backend=c
         print(f"endgame-accuracy: {err}", file=sys.stderr)
         return 2
     if backend == "jax" and args.empties > 12:
@@ -92,7 +93,7 @@ def main(argv: list[str]) -> int:
     try:
         states, actions = collect_moves(_act(agent), starts, game, args.empties, key,
                                         None if opponent is None else _act(opponent))
-    except ValueError as err:
+    except InputError as err:  # e.g. an external engine that failed or played an illegal move
         print(f"endgame-accuracy: {err}", file=sys.stderr)
         return 2
     print(f"solving {2 * len(actions)} positions with the {backend} solver ...", file=sys.stderr)

@@ -18,13 +18,13 @@ import argparse
 
 import jax
 
-from othello_jax.agents import AgentSpecError, parse_agent
+from othello_jax.agents import parse_agent
 from othello_jax.agents.gtp import EngineError
 from othello_jax.agents.perfect import solved_positions
 from othello_jax.agents.specs import parse_spec
 from othello_jax.commands.command import failure, make_parser
+from othello_jax.errors import InputError
 from othello_jax.evaluation.arena import ArenaError, format_summary, match_openings, play_match
-from othello_jax.evaluation.openings import OpeningError
 from othello_jax.evaluation.perfect_play import format_report as format_perfect
 from othello_jax.evaluation.perfect_play import judge_match
 from othello_jax.game import SIZES, Othello
@@ -67,14 +67,14 @@ def main(argv: list[str]) -> int:
     open_key, play_key = jax.random.split(jax.random.PRNGKey(args.seed))
     try:
         lines = match_openings(game, args.games, open_key, args.openings, args.random_plies)
-    except (ArenaError, OpeningError) as error:
+    except InputError as error:  # an odd number of games, an unreadable openings file
         return fail(str(error))
     agents = []
     try:
         for option, spec in (("--black", args.black), ("--white", args.white)):
             try:
                 agents.append(parse_agent(spec, game))
-            except AgentSpecError as error:
+            except InputError as error:  # a bad spec, or an engine that does not start
                 return fail(f"{option}: {error}")
         first, second = agents
         source = args.openings or f"{len(lines[0])}-ply near-even openings"

@@ -16,9 +16,10 @@ import sys
 import time
 
 from othello_jax.commands.command import failure, make_parser
+from othello_jax.errors import InputError
 from othello_jax.evaluation.testset import DEFAULT_COUNT, DEFAULT_HIGH, DEFAULT_LOW, make_testset
 from othello_jax.game import SIZES, Othello
-from othello_jax.solver import BACKENDS, CSolverUnavailable
+from othello_jax.solver import BACKENDS
 from othello_jax.solver import testset as ts
 
 
@@ -51,7 +52,7 @@ def main(argv: list[str]) -> int:
     try:
         testset = make_testset(Othello(args.size), args.count, args.low, args.high, args.seed, args.backend,
                                args.workers, progress)
-    except (ValueError, CSolverUnavailable) as error:
+    except InputError as error:  # too few positions, no C compiler for --backend=c
         return fail(str(error))
     ts.save(testset, args.out)
     print(f"{len(testset)} positions ({args.low}-{args.high} empties) written to {args.out} "

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from othello_jax.errors import InputError
+
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="othello-jax plot", description=__doc__)
@@ -17,7 +19,7 @@ def main(argv: list[str]) -> int:
     out = Path(args.out) if args.out else Path(args.workdirs[0]) / "curves.png"
     try:
         path = plot(args.workdirs, out)
-    except (FileNotFoundError, OSError, ValueError) as error:
+    except (InputError, OSError) as error:  # no metrics in a workdir, an unwritable or unknown --out
         print(f"othello-jax plot: error: {error}", file=sys.stderr)
         return 2
     print(f"wrote {path}")

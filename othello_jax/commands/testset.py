@@ -20,6 +20,7 @@ import jax
 
 from othello_jax.commands import agent_options
 from othello_jax.commands.command import failure, make_parser
+from othello_jax.errors import InputError
 from othello_jax.evaluation.testset import score_agent
 from othello_jax.game import Othello
 from othello_jax.solver import testset as ts
@@ -42,7 +43,7 @@ def main(argv: list[str]) -> int:
 
     try:
         testset = ts.load(args.file)
-    except (FileNotFoundError, ValueError, KeyError) as error:
+    except (InputError, OSError) as error:  # missing, or not a test set file
         return fail(str(error))
     if args.size and args.size != testset.size:
         return fail(f"the test set is {testset.size}x{testset.size}, not --size={args.size}")
@@ -52,13 +53,13 @@ def main(argv: list[str]) -> int:
     try:
         player = agent_options.build(args)
         agent = player.make_agent(Othello(testset.size))
-    except (agent_options.AgentOptionError, ValueError) as error:
+    except InputError as error:
         return fail(str(error))
     act = jax.jit(agent.act) if getattr(agent, "jittable", True) else agent.act
     begin = time.perf_counter()
     try:
         report = score_agent(act, testset, jax.random.key(args.seed), args.batch)
-    except ValueError as error:
+    except InputError as error:  # e.g. an external engine that failed
         return fail(str(error))
     seconds = time.perf_counter() - begin
     if args.json:

@@ -6,7 +6,9 @@ Running the same command again resumes from the workdir's last checkpoint.
 
 Exit status: 0 when the run is complete (or ``max_minutes`` ran out), 2 on bad input or a
 storage fault (one line on stderr), 75 (``EX_TEMPFAIL``) when a SIGTERM or SIGINT stopped it
-after a checkpoint (run the same command again to resume), 130 when a second signal aborted it.
+after a checkpoint (run the same command again to resume), 130 when a second signal aborted it,
+1 on a bug (one line on stderr; the traceback is appended to ``WORKDIR/errors.log``, and the run
+resumes from its last checkpoint like any other).
 
 Every core busy on CPU: unless told otherwise, the command asks JAX for one CPU host device per
 usable core (:func:`host_devices`), so the self-play games and the training batch are split
@@ -30,34 +32,53 @@ from pathlib import Path
 from absl import flags
 from ml_collections import config_flags
 
+from othello_jax.commands.command import failure, run_command
+from othello_jax.errors import InputError
+
 EXIT_INTERRUPTED = 75  # EX_TEMPFAIL: stopped early and checkpointed; try again later to resume
 USAGE = "usage: othello-jax train --config=experiments/configs/othello6_cpu.py --workdir=DIR [--config.x.y=VALUE ...]"
 
 
 def parse(argv: list[str]):
-    """(config, workdir) from command-line arguments; raises ``ValueError`` with a one-line message."""
+    """(config, workdir) from command-line arguments; raises ``InputError`` with a one-line message."""
     for i, arg in enumerate(argv):
         path = arg[len("--config="):] if arg.startswith("--config=") else (
             argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None)
         if path is not None and not Path(path.split(":")[0]).is_file():
-            raise ValueError(f"config file {path} not found")
+            raise InputError(f"config file {path} not found")
     values = flags.FlagValues()
     config_flag = config_flags.DEFINE_config_file("config", None, "training config file (get_config())",
                                                   flag_values=values, sys_argv=["train"] + list(argv))
-    workdir_flag = flags.DEFINE_string("workdir", None, "run directory (checkpoints, metrics)", flag_values=values)
+    workdir_flag = _define_workdir(values)
     try:
         values(["train"] + list(argv))
     except flags.Error as error:
-        raise ValueError(str(error).splitlines()[0]) from None
+        raise InputError(str(error).splitlines()[0]) from None
     except (AttributeError, KeyError) as error:  # ml_collections: an override naming no setting
-        raise ValueError(f"--config override names no setting: {error}") from None
+        raise InputError(f"--config override names no setting: {error}") from None
     except (TypeError, ValueError) as error:
-        raise ValueError(f"bad --config override: {str(error).splitlines()[0]}") from None
+        raise InputError(f"bad --config override: {str(error).splitlines()[0]}") from None
     if config_flag.value is None:
-        raise ValueError("--config=FILE is required")
+        raise InputError("--config=FILE is required")
     if not workdir_flag.value:
-        raise ValueError("--workdir=DIR is required")
+        raise InputError("--workdir=DIR is required")
     return config_flag.value, workdir_flag.value
+
+
+def _define_workdir(values: flags.FlagValues) -> flags.FlagHolder:
+    return flags.DEFINE_string("workdir", None, "run directory (checkpoints, metrics)", flag_values=values)
+
+
+def traceback_dir(argv: list[str]) -> str | None:
+    """The run directory ``--workdir`` names (None if none): where a bug's traceback is logged
+    (``errors.log``), next to the run it stopped. Read alone, so a bad override cannot hide it."""
+    values = flags.FlagValues()
+    workdir_flag = _define_workdir(values)
+    try:
+        values(["train"] + list(argv), known_only=True)
+    except flags.Error:
+        return None
+    return workdir_flag.value or None
 
 
 def checkpoint_lanes(workdir: str | Path) -> int | None:
@@ -121,7 +142,6 @@ def main(argv: list[str]) -> int:
         print(USAGE)
         print(__doc__)
         return 0
-    from othello_jax.checkpoint import CheckpointError
     from othello_jax.training.loop import TrainingInterrupted, run
 
     try:
@@ -133,10 +153,8 @@ def main(argv: list[str]) -> int:
     except TrainingInterrupted as stop:
         print(f"othello-jax train: {stop}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (ValueError, CheckpointError, FileNotFoundError, OSError) as error:
-        print(f"othello-jax train: error: {str(error).splitlines()[0] if str(error) else type(error).__name__}",
-              file=sys.stderr)
-        return 2
+    except (InputError, OSError) as error:  # a bad config or checkpoint, a storage fault
+        return failure("train")(error)
     except KeyboardInterrupt:
         print("othello-jax train: aborted; run the same command to resume from the last checkpoint",
               file=sys.stderr)
@@ -145,4 +163,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run_command("train", main, sys.argv[1:], log_dir=traceback_dir))

@@ -30,6 +30,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from othello_jax.errors import InputError
+
 HEADER_BYTES = 16
 GAME_BYTES = 68
 MOVES_PER_GAME = 60
@@ -50,7 +52,7 @@ _RECORD = np.dtype([
 assert _HEADER.itemsize == HEADER_BYTES and _RECORD.itemsize == GAME_BYTES
 
 
-class WthorError(ValueError):
+class WthorError(InputError):
     """A WThor file that cannot be read (the message names the file and the problem)."""
 
 

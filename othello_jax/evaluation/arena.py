@@ -24,12 +24,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from othello_jax.agents import Agent
+from othello_jax.errors import InputError
 from othello_jax.evaluation import openings as openings_lib
 from othello_jax.game import BLACK, Othello, State, format_transcript
 
 
 class ArenaError(RuntimeError):
-    """A match could not be played as asked (one-line message)."""
+    """A match could not be played as asked (one-line message): an agent chose an illegal move
+    (a bug, or a broken external engine), or the settings are impossible (:class:`MatchSettingsError`)."""
+
+
+class MatchSettingsError(ArenaError, InputError):
+    """Impossible match settings (an odd number of games, a gating threshold outside [0, 1]): bad input."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -407,8 +413,8 @@ def match_openings(game: Othello, games: int, key: jax.Array, openings_file: str
                    plies: int | None = None) -> list[list[int]]:
     """``games / 2`` openings: sampled from a file, or generated near-even lines of ``plies`` plies."""
     if games < 2 or games % 2:
-        raise ArenaError(f"the number of games must be even and at least 2 (each opening is played twice "
-                         f"with colours swapped), got {games}")
+        raise MatchSettingsError(f"the number of games must be even and at least 2 (each opening is played "
+                                 f"twice with colours swapped), got {games}")
     if openings_file is not None:
         return openings_lib.sample_openings(openings_lib.load_openings(openings_file, game), games // 2, key)
     plies = default_opening_plies(game) if plies is None else plies
@@ -423,7 +429,7 @@ def gate(challenger: Agent, champion: Agent, games: int, threshold: float, key: 
     with both colours) and returns (accepted, challenger's score).
     """
     if not 0.0 <= threshold <= 1.0:
-        raise ArenaError(f"gating threshold must be within [0, 1], got {threshold}")
+        raise MatchSettingsError(f"gating threshold must be within [0, 1], got {threshold}")
     open_key, play_key = jax.random.split(key)
     lines = match_openings(game, games, open_key) if lines is None else lines
     score = play_match(game, challenger, champion, lines, play_key).summary().score

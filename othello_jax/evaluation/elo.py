@@ -24,6 +24,7 @@ import jax
 import numpy as np
 
 from othello_jax.agents import Agent
+from othello_jax.errors import InputError
 from othello_jax.game import Othello
 
 _SCALE = math.log(10.0) / 400.0  # Elo points -> natural-log odds
@@ -73,7 +74,7 @@ class Ratings:
         return "\n".join(rows)
 
 
-class EloError(ValueError):
+class EloError(InputError):
     """Results that cannot be rated (one-line message)."""
 
 

@@ -17,11 +17,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from othello_jax.agents import alphabeta
+from othello_jax.errors import InputError
 from othello_jax.game import NotationError, Othello, State, format_transcript, parse_transcript
 from othello_jax.game.lines import LINE_OK, pad_lines, replay_lines_jit
 
 
-class OpeningError(ValueError):
+class OpeningError(InputError):
     """An unreadable or illegal opening (one-line message naming the line)."""
 
 

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from othello_jax.agents import alphabeta, greedy_act
+from othello_jax.errors import InputError
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 from othello_jax.solver import testset as ts
@@ -40,7 +41,7 @@ def empties_counts(total: int, low: int = DEFAULT_LOW, high: int = DEFAULT_HIGH)
     minutes of solving.
     """
     if not 1 <= low <= high or total < 1:
-        raise ValueError(f"need 1 <= low <= high and a positive count, got low={low}, high={high}, count={total}")
+        raise InputError(f"need 1 <= low <= high and a positive count, got low={low}, high={high}, count={total}")
     weights = np.array([_TOP_WEIGHTS.get(e, 1.0) for e in range(low, high + 1)])
     exact = total * weights / weights.sum()
     counts = np.floor(exact).astype(int)
@@ -112,7 +113,7 @@ def _solve_parts(game: Othello, trace: State, counts: dict[int, int], seed: int,
         kept, start = [], 0
         while sum(len(k) for k in kept) < needed:
             if start >= len(found.ply):
-                raise ValueError(f"only {sum(len(k) for k in kept)} usable positions at {empties} empties")
+                raise InputError(f"only {sum(len(k) for k in kept)} usable positions at {empties} empties")
             stop = start + needed - sum(len(k) for k in kept) + 2
             solved = ts.build(jax.tree.map(lambda x: x[start:stop], found), game, backend, pool, workers)
             kept.append(solved.take(np.flatnonzero(ts.informative(solved))))

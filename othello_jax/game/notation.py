@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from othello_jax.errors import InputError
 from othello_jax.game import bitboard as bb
 from othello_jax.game.rules import BLACK, WHITE, Othello, State
 
@@ -23,7 +24,7 @@ PASS_TOKEN = "--"
 _PASS_WORDS = ("pass", "pa", "ps", "--")
 
 
-class NotationError(ValueError):
+class NotationError(InputError):
     """Malformed or illegal text input (message names the problem)."""
 
 

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from othello_jax.errors import InputError
 from othello_jax.game import bitboard as bb
 
 BLACK = 0
@@ -61,7 +62,7 @@ class Othello:
 
     def __post_init__(self) -> None:
         if self.size not in SIZES:
-            raise ValueError(f"board size must be one of {SIZES}, got {self.size!r}")
+            raise InputError(f"board size must be one of {SIZES}, got {self.size!r}")
 
     # ---- sizes and constants ------------------------------------------------------------
     @property

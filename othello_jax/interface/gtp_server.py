@@ -27,6 +27,7 @@ from othello_jax.agents.gtp_protocol import (
     parse_command,
     parse_vertex,
 )
+from othello_jax.errors import InputError
 from othello_jax.game import SIZES, Othello, render
 from othello_jax.interface.session import GameSession, IllegalMove, color_name
 
@@ -43,7 +44,7 @@ class GtpEngine:
     def __init__(self, make_agent: AgentFactory, size: int = 8, sizes: tuple[int, ...] = SIZES,
                  seed: int = 0, name: str = "othello-jax"):
         if size not in sizes:
-            raise ValueError(f"board size {size} is not one of the playable sizes {sizes}")
+            raise InputError(f"board size {size} is not one of the playable sizes {sizes}")
         self.make_agent = make_agent
         self.sizes = tuple(sizes)
         self.name = name

@@ -20,6 +20,7 @@ import jax
 import numpy as np
 from flax import serialization
 
+from othello_jax.errors import InputError
 from othello_jax.model import NetworkConfig
 
 PORTABLE_FORMAT = 1
@@ -28,7 +29,7 @@ BUILTIN_PREFIX = "builtin:"
 BUILTIN_DIR = Path(__file__).parent
 
 
-class PortableNetworkError(ValueError):
+class PortableNetworkError(InputError):
     """A portable network file that is missing, unreadable or of an unknown format (one line)."""
 
 

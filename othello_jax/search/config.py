@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ml_collections
 
+from othello_jax.errors import InputError
 from othello_jax.search.tree import TREE_UPDATES
 from othello_jax.search.variants import ENGINES, VARIANTS
 
@@ -39,22 +40,22 @@ def default_search_config() -> ml_collections.ConfigDict:
 
 
 def check_search_config(config: ml_collections.ConfigDict) -> None:
-    """Raise a one-line ``ValueError`` naming the first impossible setting."""
+    """Raise a one-line ``InputError`` naming the first impossible setting."""
     if config.variant not in VARIANTS:
-        raise ValueError(f"unknown search variant {config.variant!r}; choose from {', '.join(sorted(VARIANTS))}")
+        raise InputError(f"unknown search variant {config.variant!r}; choose from {', '.join(sorted(VARIANTS))}")
     if config.engine not in ENGINES:
-        raise ValueError(f"unknown search engine {config.engine!r}; choose from {', '.join(ENGINES)}")
+        raise InputError(f"unknown search engine {config.engine!r}; choose from {', '.join(ENGINES)}")
     if config.tree_updates not in TREE_UPDATES:
-        raise ValueError(f"unknown search tree_updates {config.tree_updates!r}; choose from {', '.join(TREE_UPDATES)}")
+        raise InputError(f"unknown search tree_updates {config.tree_updates!r}; choose from {', '.join(TREE_UPDATES)}")
     if int(config.num_simulations) < 1:
-        raise ValueError(f"search num_simulations must be >= 1, got {config.num_simulations}")
+        raise InputError(f"search num_simulations must be >= 1, got {config.num_simulations}")
     if bool(config.get("reuse", False)) and config.engine == "mctx":
-        raise ValueError("search.reuse needs search.engine = lockstep")
+        raise InputError("search.reuse needs search.engine = lockstep")
     if int(config.get("reuse_nodes", 0)) < 0:
-        raise ValueError(f"search reuse_nodes must be >= 0, got {config.reuse_nodes}")
+        raise InputError(f"search reuse_nodes must be >= 0, got {config.reuse_nodes}")
     if int(config.max_depth) < 0:
-        raise ValueError(f"search max_depth must be >= 0 (0 = unlimited), got {config.max_depth}")
+        raise InputError(f"search max_depth must be >= 0 (0 = unlimited), got {config.max_depth}")
     if int(config.max_num_considered_actions) < 1:
-        raise ValueError("search max_num_considered_actions must be >= 1")
+        raise InputError("search max_num_considered_actions must be >= 1")
     if not 0.0 <= float(config.dirichlet_fraction) <= 1.0:
-        raise ValueError(f"search dirichlet_fraction must be in [0, 1], got {config.dirichlet_fraction}")
+        raise InputError(f"search dirichlet_fraction must be in [0, 1], got {config.dirichlet_fraction}")

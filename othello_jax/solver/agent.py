@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from othello_jax.errors import InputError
 from othello_jax.game import Othello, State
 from othello_jax.solver.host import count_empties, resolve_backend, solve_many
 from othello_jax.solver.jax_solver import solve_batch
@@ -25,7 +26,7 @@ def with_exact_endgame(act_fn: ActFn, game: Othello, max_empties: int, backend: 
     not jittable, so mark such an agent ``jittable=False``.
     """
     if not isinstance(max_empties, int) or max_empties < 0:
-        raise ValueError(f"max_empties must be a non-negative integer, got {max_empties!r}")
+        raise InputError(f"max_empties must be a non-negative integer, got {max_empties!r}")
     if backend == "jax":
         def act(states: State, key: jax.Array) -> jax.Array:
             proposed = jnp.asarray(act_fn(states, key), jnp.int32)

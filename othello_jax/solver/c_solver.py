@@ -23,6 +23,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from othello_jax.errors import InputError
 from othello_jax.game.bitboard import board_mask_int
 
 SOURCE = Path(__file__).with_name("_csolver.c")
@@ -31,7 +32,7 @@ DEFAULT_TABLE_BITS = 20  # 2^20 table entries of 24 bytes
 _FLAG_SETS = (["-O3", "-march=native"], ["-O3"])
 
 
-class CSolverUnavailable(RuntimeError):
+class CSolverUnavailable(InputError, RuntimeError):
     """The C solver could not be built or loaded (no compiler, failed build, foreign platform)."""
 
 

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from othello_jax.errors import InputError
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 from othello_jax.solver import c_solver
@@ -39,7 +40,7 @@ def _warn_fallback(reason: str) -> None:
 def resolve_backend(backend: str) -> str:
     """``"auto"`` -> ``"c"`` or ``"jax"``; checks the name and that ``"c"`` can be built."""
     if backend not in BACKENDS:
-        raise ValueError(f"solver backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        raise InputError(f"solver backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "jax":
         return backend
     try:

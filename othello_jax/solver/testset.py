@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 import os
+import zipfile
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from pathlib import Path
@@ -22,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from othello_jax.errors import InputError
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 from othello_jax.solver import c_solver
@@ -177,7 +179,12 @@ def load(path: str | os.PathLike | None = None) -> TestSet:
     path = Path(path) if path is not None else DEFAULT_PATH
     if not path.is_file():
         raise FileNotFoundError(f"test set not found: {path} (make it with `othello-jax make-testset`)")
-    with np.load(path) as data:
-        if int(data["format_version"]) != FORMAT_VERSION:
-            raise ValueError(f"{path.name}: test set format {int(data['format_version'])}, expected {FORMAT_VERSION}")
-        return TestSet(int(data["size"]), *(data[name] for name in TestSet._fields[1:]))
+    try:
+        with np.load(path) as data:
+            version = int(data["format_version"])
+            arrays = [data[name] for name in TestSet._fields]
+    except (KeyError, ValueError, zipfile.BadZipFile) as error:  # not an .npz file, or not a test set's
+        raise InputError(f"{path}: not a test set file ({str(error).strip() or type(error).__name__})") from None
+    if version != FORMAT_VERSION:
+        raise InputError(f"{path.name}: test set format {version}, expected {FORMAT_VERSION}")
+    return TestSet(int(arrays[0]), *arrays[1:])

@@ -49,6 +49,7 @@ import ml_collections
 from ml_collections import ConfigDict
 
 from othello_jax import agents, search
+from othello_jax.errors import InputError
 from othello_jax.game import SIZES, Othello
 from othello_jax.model import NetworkConfig
 from othello_jax.training import selfplay
@@ -111,7 +112,7 @@ def default_config() -> ConfigDict:
 
 
 def check_config(config: ConfigDict) -> None:
-    """Raise ``ValueError`` with a one-line message naming the first impossible setting.
+    """Raise ``InputError`` with a one-line message naming the first impossible setting.
 
     The base config and the config of every stage are checked, so a bad stage fails before
     anything is trained.
@@ -125,9 +126,9 @@ def check_config(config: ConfigDict) -> None:
     for index, (start, _) in enumerate(stages):
         try:
             _check_values(stage_config(config, stages, index))
-        except ValueError as error:
+        except InputError as error:
             where = f" (in the stage from {stage_label(start, unit)})" if index else ""
-            raise ValueError(f"{error}{where}") from None
+            raise InputError(f"{error}{where}") from None
 
 
 def _check_values(config: ConfigDict) -> None:
@@ -154,13 +155,13 @@ def _check_values(config: ConfigDict) -> None:
           "gating.games must be even and >= 2")
     for name in ("score_weight", "ownership_weight"):
         _need(float(config.loss.get(name, 0.0)) >= 0, f"loss.{name} must be >= 0, got {config.loss.get(name)}")
-    network_config(config)  # unknown preset or value head -> ValueError
+    network_config(config)  # unknown preset or value head -> InputError
     search.check_search_config(config.search)
     selfplay.check_selfplay_config(config.selfplay, config.search)
     if int(config.eval.every):
         game = Othello(int(config.board_size))
         for spec in str(config.eval.opponents).split():
-            agents.parse_agent(spec, game)  # AgentSpecError (a ValueError) names a bad spec
+            agents.parse_agent(spec, game)  # AgentSpecError (an InputError) names a bad spec
     _need(not config.eval.get("testset", False) or int(config.board_size) == 6,
           f"eval.testset needs board_size 6 (the perfect-play test set is 6x6), got {config.board_size}")
 
@@ -191,19 +192,19 @@ STAGE_UNITS = {"": "iterations", "m": "minutes", "%": "percent"}
 
 
 def _stage_start(head: str, chunk: str) -> tuple[str, float | int]:
-    """``(unit, start)`` of one stage's head; a one-line ``ValueError`` if it is malformed."""
+    """``(unit, start)`` of one stage's head; a one-line ``InputError`` if it is malformed."""
     suffix = head[-1:] if head[-1:] in ("m", "%") else ""
     number = head[: len(head) - len(suffix)].strip()
     if not number or not number.isascii() or not (number.isdigit() if not suffix else
                                                    number.replace(".", "", 1).isdigit()):
         # '²'.isdigit() is true but int('²') fails; iterations are whole numbers
-        raise ValueError(f"stage {chunk!r} must look like 'ITERATION: key=value, ...' "
+        raise InputError(f"stage {chunk!r} must look like 'ITERATION: key=value, ...' "
                          "(or 'MINUTESm: ...', 'PERCENT%: ...')")
     if len(number) > 9:  # beyond any run's length (and int()'s 4300-digit limit)
-        raise ValueError(f"stage start {number[:9]}... is too large")
+        raise InputError(f"stage start {number[:9]}... is too large")
     unit = STAGE_UNITS[suffix]
     if unit == "percent" and float(number) > 100:
-        raise ValueError(f"stage start {head} is past the end of the schedule (100%)")
+        raise InputError(f"stage start {head} is past the end of the schedule (100%)")
     return unit, int(number) if unit == "iterations" else float(number)
 
 
@@ -215,7 +216,7 @@ def stage_unit(text: str) -> str:
         if sep:
             units.add(_stage_start(head.strip(), chunk)[0])
     if len(units) > 1:
-        raise ValueError(f"stages {text!r} mix iterations ('N:'), minutes ('Nm:') and schedule shares ('N%:'); "
+        raise InputError(f"stages {text!r} mix iterations ('N:'), minutes ('Nm:') and schedule shares ('N%:'); "
                          "key them all one way")
     return units.pop() if units else "iterations"
 
@@ -239,17 +240,17 @@ def parse_stages(text: str, config: ConfigDict) -> list[Stage]:
     for chunk in filter(None, (part.strip() for part in str(text or "").split(";"))):
         head, sep, body = chunk.partition(":")
         if not sep:
-            raise ValueError(f"stage {chunk!r} must look like 'ITERATION: key=value, ...' "
+            raise InputError(f"stage {chunk!r} must look like 'ITERATION: key=value, ...' "
                              "(or 'MINUTESm: ...', 'PERCENT%: ...')")
         _, start = _stage_start(head.strip(), chunk)
         pairs = []
         for item in filter(None, (p.strip() for p in body.split(","))):
             key, eq, value = item.partition("=")
             if not eq:
-                raise ValueError(f"stage setting {item!r} must look like key=value")
+                raise InputError(f"stage setting {item!r} must look like key=value")
             _lookup(config, key.strip())
             if not changeable_in_stages(key.strip()):
-                raise ValueError(f"stage setting {key.strip()!r} cannot change mid-run (it shapes the run's state); "
+                raise InputError(f"stage setting {key.strip()!r} cannot change mid-run (it shapes the run's state); "
                                  "set it in the config instead")
             pairs.append((key.strip(), value.strip()))
         stages.append((start, tuple(pairs)))
@@ -257,7 +258,7 @@ def parse_stages(text: str, config: ConfigDict) -> list[Stage]:
     starts = [s[0] for s in stages]
     if len(set(starts)) != len(starts):
         where = {"iterations": "iteration", "minutes": "time", "percent": "share"}[unit]
-        raise ValueError(f"two stages start at the same {where} in {text!r}")
+        raise InputError(f"two stages start at the same {where} in {text!r}")
     return stages
 
 
@@ -266,17 +267,17 @@ def _lookup(config: ConfigDict, dotted: str):
     *parents, leaf = dotted.split(".")
     for name in parents:
         if name not in node or not isinstance(node[name], ConfigDict):
-            raise ValueError(f"stage setting {dotted!r} names no config section {name!r}")
+            raise InputError(f"stage setting {dotted!r} names no config section {name!r}")
         node = node[name]
     if leaf not in node:
-        raise ValueError(f"stage setting {dotted!r} names no config field")
+        raise InputError(f"stage setting {dotted!r} names no config field")
     return node, leaf
 
 
 def _convert(value: str, like):
     if isinstance(like, bool):
         if value.lower() not in ("true", "false", "1", "0"):
-            raise ValueError(f"expected true/false, got {value!r}")
+            raise InputError(f"expected true/false, got {value!r}")
         return value.lower() in ("true", "1")
     try:
         if isinstance(like, int):
@@ -285,7 +286,7 @@ def _convert(value: str, like):
             return float(value)
     except ValueError:  # int()'s own message ("invalid literal for int() with base 10") names no setting
         kind = "an integer" if isinstance(like, int) else "a number"
-        raise ValueError(f"expected {kind}, got {value if len(value) <= 20 else value[:20] + '...'!r}") from None
+        raise InputError(f"expected {kind}, got {value if len(value) <= 20 else value[:20] + '...'!r}") from None
     return value
 
 
@@ -303,8 +304,8 @@ def stage_config(config: ConfigDict, stages: list[Stage], index: int) -> ConfigD
             node, leaf = _lookup(out, key)
             try:
                 node[leaf] = _convert(value, node[leaf])
-            except ValueError as error:
-                raise ValueError(f"stage setting {key}={value}: {error}") from None
+            except InputError as error:
+                raise InputError(f"stage setting {key}={value}: {error}") from None
     return out
 
 

@@ -23,18 +23,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh, PartitionSpec
 from ml_collections import ConfigDict
 
+from othello_jax.errors import InputError
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, init_variables
 from othello_jax.training import replay
 from othello_jax.training.config import optimizer_config
 from othello_jax.training.optimizers import learning_rate_schedule, position_schedule, scale_updates
+from othello_jax.training.placement import AXIS, Placement
 from othello_jax.training.samples import Samples, flatten
 from othello_jax.training.sgd import make_sgd_step
 
-AXIS = "data"
 # self-play statistics that are counts (summed over lanes); the others are averaged
 COUNT_STATS = frozenset({"games", "positions", "moves", "harvested", "truncated_games"})
 
@@ -82,7 +83,7 @@ def make_mesh(num_devices: int = 0) -> Mesh:
     devices = jax.devices()
     if num_devices:
         if num_devices > len(devices):
-            raise ValueError(f"asked for {num_devices} devices but only {len(devices)} are available")
+            raise InputError(f"asked for {num_devices} devices but only {len(devices)} are available")
         devices = devices[:num_devices]
     return Mesh(np.asarray(devices), (AXIS,))
 
@@ -91,17 +92,9 @@ def num_lanes(config: ConfigDict, mesh: Mesh) -> int:
     """Replay/self-play lanes: ``config.replay.lanes`` or one per device; a multiple of the device count."""
     lanes = int(config.replay.get("lanes", 0)) or mesh.size
     if lanes % mesh.size:
-        raise ValueError(f"replay.lanes={lanes} must be a multiple of the {mesh.size} devices")
+        raise InputError(f"replay.lanes={lanes} must be a multiple of the {mesh.size} devices")
     return lanes
 
-
-def state_shardings(train_state: TrainState, mesh: Mesh) -> TrainState:
-    """Lane-sharded buffer and resign state; everything else replicated."""
-    replicated = NamedSharding(mesh, PartitionSpec())
-    lane = NamedSharding(mesh, PartitionSpec(AXIS))
-    spec = jax.tree.map(lambda _: replicated, train_state)
-    return spec._replace(buffer=jax.tree.map(lambda _: lane, train_state.buffer),
-                         resign=jax.tree.map(lambda _: lane, train_state.resign))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,7 +120,7 @@ def init_train_state(game: Othello, net: AlphaZeroNet, optimizer: optax.Gradient
         )
 
     shapes = jax.eval_shape(build, key)
-    return jax.jit(build, out_shardings=state_shardings(shapes, mesh))(key)
+    return jax.jit(build, out_shardings=Placement(mesh).state_shardings(shapes))(key)
 
 
 def unroll_gradient_steps(train_config: ConfigDict) -> bool:
@@ -140,7 +133,7 @@ def unroll_gradient_steps(train_config: ConfigDict) -> bool:
     """
     mode = str(train_config.get("unroll", "auto"))
     if mode not in ("auto", "yes", "no"):
-        raise ValueError(f"train.unroll must be auto, yes or no, got {mode!r}")
+        raise InputError(f"train.unroll must be auto, yes or no, got {mode!r}")
     return mode == "yes" or (mode == "auto" and jax.default_backend() == "cpu")
 
 
@@ -206,11 +199,11 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
     lanes = train_state_example.buffer.lanes
     batch_size = int(config.train.batch_size)
     if batch_size % lanes:
-        raise ValueError(f"train.batch_size={batch_size} must be a multiple of the {lanes} replay lanes")
+        raise InputError(f"train.batch_size={batch_size} must be a multiple of the {lanes} replay lanes")
     per_lane = batch_size // lanes
     steps = int(config.train.steps_per_iteration)
     if steps < 1:
-        raise ValueError(f"train.steps_per_iteration must be >= 1, got {steps}")
+        raise InputError(f"train.steps_per_iteration must be >= 1, got {steps}")
     augment = bool(config.replay.augment)
     dedup = bool(config.replay.average_duplicates)
     gating = bool(config.gating.enabled)
@@ -221,7 +214,7 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
     rate_at = position_schedule(optimizer_config(config))
     nominal_iterations = int(config.iterations)
     play = lane_selfplay(selfplay_fn, mesh)
-    batch_sharding = NamedSharding(mesh, PartitionSpec(AXIS))
+    batch_sharding = Placement(mesh).lanes
 
     def iteration(ts: TrainState, key: jax.Array, positions: jax.Array | None = None):
         play_key, train_key = jax.random.split(key)
@@ -273,8 +266,8 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
                          ts.iteration + 1, ts.step + steps)
         return new, metrics
 
-    shardings = state_shardings(train_state_example, mesh)
-    replicated = NamedSharding(mesh, PartitionSpec())
+    placement = Placement(mesh)
+    shardings, replicated = placement.state_shardings(train_state_example), placement.replicated
     if minutes:
         def timed(ts: TrainState, key: jax.Array, positions: jax.Array):
             return iteration(ts, key, positions)

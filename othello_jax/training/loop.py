@@ -36,10 +36,10 @@ from pathlib import Path
 import jax
 import numpy as np
 from jax.experimental import multihost_utils
-from jax.sharding import NamedSharding, PartitionSpec
 from ml_collections import ConfigDict
 
 from othello_jax import checkpoint
+from othello_jax.errors import InputError
 from othello_jax.training import arena_hooks
 from othello_jax.training.budget import TimeBudget
 from othello_jax.training.metrics import MetricsLog, Progress, format_duration
@@ -96,10 +96,7 @@ def _train(config: ConfigDict, workdir: Path, evaluator: Evaluator, gate: Gate, 
 
     # a fresh state, or the workdir's last checkpoint
     ckpts = checkpoint.Checkpoints(workdir, keep=int(config.checkpoint.keep))  # probes the workdir first
-    init_key, key = jax.random.split(jax.random.PRNGKey(int(config.seed)))
-    state = program.init_state(init_key)
-    if multi:  # the key is one global array, replicated on every process's devices
-        key = jax.device_put(key, NamedSharding(program.mesh, PartitionSpec()))
+    state, key = program.start(int(config.seed))  # placed on the mesh: the restore's targets too
     expect = program.meta()
     resumed, evaluations, best, timing = 0.0, [], None, {}
     if ckpts.latest_step() is not None:
@@ -219,11 +216,11 @@ def _train(config: ConfigDict, workdir: Path, evaluator: Evaluator, gate: Gate, 
             last = done == total or out_of_time  # the final iteration is always evaluated and saved
             if stage.gating.enabled and done % int(stage.gating.every) == 0:
                 t0 = time.perf_counter()
-                state, record["gate/score"] = _gate(stage, program, state, gate, jax.random.fold_in(key, 1), multi)
+                state, record["gate/score"] = _gate(stage, program, state, gate, jax.random.fold_in(key, 1))
                 clock.gate_s = time.perf_counter() - t0
             if int(stage.eval.every) and (done % int(stage.eval.every) == 0 or last):
                 t0 = time.perf_counter()
-                scores = _evaluate(stage, program, state, evaluator, jax.random.fold_in(key, 2), multi)
+                scores = _evaluate(stage, program, state, evaluator, jax.random.fold_in(key, 2))
                 clock.evaluation_s = time.perf_counter() - t0
                 record.update(scores)
                 evaluations.append(dict(scores, iteration=done))
@@ -349,7 +346,7 @@ def initialize_distributed(settings: ConfigDict) -> None:
     try:
         jax.distributed.initialize(coordinator_address=address or None, num_processes=count, process_id=index)
     except (RuntimeError, ValueError, TypeError) as error:
-        raise ValueError(f"jax.distributed.initialize failed: {str(error).splitlines()[0]}") from None
+        raise InputError(f"jax.distributed.initialize failed: {str(error).splitlines()[0]}") from None
 
 
 def _best_score(record: dict, metric: str) -> float | None:
@@ -359,21 +356,17 @@ def _best_score(record: dict, metric: str) -> float | None:
     return float(np.mean(list(scores.values()))) if metric == "mean" else scores.get(f"eval/{metric}")
 
 
-def _local(tree, multi: bool):
-    """With several processes, host copies of replicated global arrays (matches run on each host)."""
-    return jax.tree.map(np.asarray, tree) if multi else tree
+def _evaluate(stage: ConfigDict, program: TrainProgram, state, evaluator: Evaluator, key: jax.Array) -> dict:
+    """The evaluator's scores; it gets host copies (matches run on one device of each process)."""
+    variables, key = program.placement.host(({"params": state.params, "batch_stats": state.batch_stats}, key))
+    return {k: float(v) for k, v in evaluator(stage, program, variables, key).items()}
 
 
-def _evaluate(stage: ConfigDict, program: TrainProgram, state, evaluator: Evaluator, key: jax.Array,
-              multi: bool = False) -> dict:
-    variables = _local({"params": state.params, "batch_stats": state.batch_stats}, multi)
-    return {k: float(v) for k, v in evaluator(stage, program, variables, _local(key, multi)).items()}
-
-
-def _gate(stage: ConfigDict, program: TrainProgram, state, gate: Gate, key: jax.Array, multi: bool = False):
+def _gate(stage: ConfigDict, program: TrainProgram, state, gate: Gate, key: jax.Array):
     """Promote the latest network to self-play actor if it beats the champion often enough."""
     latest = {"params": state.params, "batch_stats": state.batch_stats}
-    score = float(gate(stage, program, _local(latest, multi), _local(state.actor, multi), _local(key, multi)))
+    challenger, champion, key = program.placement.host((latest, state.actor, key))
+    score = float(gate(stage, program, challenger, champion, key))
     if score >= float(stage.gating.threshold):
         state = state._replace(actor=jax.tree.map(lambda x: x.copy(), latest))
     return state, score

@@ -14,6 +14,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from othello_jax.errors import InputError
+
 METRICS_FILE = "metrics.jsonl"
 
 
@@ -128,8 +130,12 @@ def plot(workdirs: Iterable[str | Path], out: str | Path) -> Path:
     fig = figure(workdirs)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    try:
+        fig.savefig(out, dpi=100)
+    except ValueError as error:  # matplotlib: a file name ending in no image format it writes
+        raise InputError(f"cannot draw {out}: {str(error).strip().splitlines()[0]}") from None
+    finally:
+        plt.close(fig)
     return out
 
 

@@ -17,6 +17,8 @@ import jax.numpy as jnp
 import optax
 from ml_collections import ConfigDict
 
+from othello_jax.errors import InputError
+
 
 def learning_rate_schedule(config: ConfigDict) -> optax.Schedule:
     """``config.schedule``: "constant", "steps" (``boundaries``/``scales``) or "cosine"
@@ -32,7 +34,7 @@ def learning_rate_schedule(config: ConfigDict) -> optax.Schedule:
         return optax.warmup_cosine_decay_schedule(
             init_value=0.0, peak_value=lr, warmup_steps=int(config.get("warmup_steps", 0)),
             decay_steps=max(int(config.total_steps), 1), end_value=lr * float(config.get("end_scale", 0.01)))
-    raise ValueError(f"unknown learning-rate schedule {kind!r}; choose constant, steps or cosine")
+    raise InputError(f"unknown learning-rate schedule {kind!r}; choose constant, steps or cosine")
 
 
 def position_schedule(config: ConfigDict) -> Callable[[jax.Array], jax.Array]:
@@ -57,7 +59,7 @@ def make_optimizer(config: ConfigDict, clock: str = "iterations") -> optax.Gradi
     schedule, no step count in the state): wrap the optimizer with :func:`scale_updates`.
     """
     if clock not in ("iterations", "minutes"):
-        raise ValueError(f"unknown schedule clock {clock!r}; choose iterations or minutes")
+        raise InputError(f"unknown schedule clock {clock!r}; choose iterations or minutes")
     schedule = learning_rate_schedule(config) if clock == "iterations" else 1.0
     name = config.get("name", "sgd")
     if name == "sgd":
@@ -66,7 +68,7 @@ def make_optimizer(config: ConfigDict, clock: str = "iterations") -> optax.Gradi
     elif name == "adamw":
         opt = optax.adamw(schedule, weight_decay=float(config.get("weight_decay", 1e-4)))
     else:
-        raise ValueError(f"unknown optimizer {name!r}; choose sgd or adamw")
+        raise InputError(f"unknown optimizer {name!r}; choose sgd or adamw")
     clip = config.get("grad_clip", 0.0)
     return optax.chain(optax.clip_by_global_norm(float(clip)), opt) if clip else opt
 

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import ml_collections
 
 from othello_jax import search
+from othello_jax.errors import InputError
 from othello_jax.game import Othello, State
 from othello_jax.search import keys as search_keys
 
@@ -34,21 +35,21 @@ def default_playout_cap_config() -> ml_collections.ConfigDict:
 
 def check_playout_cap(selfplay_config: ml_collections.ConfigDict,
                       search_config: ml_collections.ConfigDict | None = None) -> None:
-    """Raise a one-line ``ValueError`` for an impossible playout-cap setting."""
+    """Raise a one-line ``InputError`` for an impossible playout-cap setting."""
     cap = selfplay_config.get("playout_cap")
     if cap is None or not int(cap.every):
         return
     every, games = int(cap.every), int(selfplay_config.num_games)
     if every < 2:
-        raise ValueError(f"selfplay.playout_cap.every must be 0 (off) or >= 2, got {every}")
+        raise InputError(f"selfplay.playout_cap.every must be 0 (off) or >= 2, got {every}")
     if games % every:
-        raise ValueError(f"selfplay.num_games ({games}) must be a multiple of selfplay.playout_cap.every ({every})")
+        raise InputError(f"selfplay.num_games ({games}) must be a multiple of selfplay.playout_cap.every ({every})")
     if int(cap.fast_simulations) < 1:
-        raise ValueError(f"selfplay.playout_cap.fast_simulations must be >= 1, got {cap.fast_simulations}")
+        raise InputError(f"selfplay.playout_cap.fast_simulations must be >= 1, got {cap.fast_simulations}")
     if int(selfplay_config.harvest.per_tree):
-        raise ValueError("selfplay.playout_cap needs selfplay.harvest.per_tree = 0 (the two groups' trees differ)")
+        raise InputError("selfplay.playout_cap needs selfplay.harvest.per_tree = 0 (the two groups' trees differ)")
     if search_config is not None and bool(search_config.get("reuse", False)):
-        raise ValueError("selfplay.playout_cap needs search.reuse off (a game's tree size changes between plies)")
+        raise InputError("selfplay.playout_cap needs search.reuse off (a game's tree size changes between plies)")
 
 
 def groups(key: jax.Array, lanes: int, per_lane: int, every: int) -> tuple[jax.Array, jax.Array, jax.Array]:

@@ -1,7 +1,7 @@
 """``make_train``: a run's whole config resolved once into the pieces the training loop needs.
 
     program = make_train(config, make_mesh())
-    state = program.init_state(key)
+    state, key = program.start(seed)                # fresh, placed on the mesh (or a checkpoint's)
     for iteration in range(start, config.iterations):
         index = program.stage_at(iteration, minutes, percent)  # which schedule stage is in force
         step = program.compile(index, state, key)   # once per stage
@@ -14,6 +14,9 @@ compiled state can absorb (see ``config.CHANGEABLE_IN_STAGES``); the optimizer o
 must have the same state layout as the first, so its moments carry over. With the minutes
 clock (``config.schedule_clock``) every optimizer is built with a unit rate and the compiled
 iteration takes the schedule positions as a third argument (:meth:`TrainProgram.schedule_args`).
+Where each input of a compiled iteration lives on the mesh is the program's
+:class:`~othello_jax.training.placement.Placement`'s decision alone: a compiled stage places its
+inputs before every call, whatever produced them (a fresh start, a checkpoint, a gate).
 """
 
 from __future__ import annotations
@@ -24,13 +27,13 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 from jax.sharding import Mesh
 from ml_collections import ConfigDict
 
 from othello_jax import checkpoint
+from othello_jax.errors import InputError
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, NetworkConfig, init_variables, make_network
 from othello_jax.training import selfplay
@@ -55,6 +58,20 @@ from othello_jax.training.iteration import (
     num_lanes,
 )
 from othello_jax.training.optimizers import make_optimizer
+from othello_jax.training.placement import Placement
+
+
+@dataclasses.dataclass(frozen=True)
+class CompiledIteration:
+    """One stage's compiled ``(state, key, *schedule) -> (state, metrics)``; every call first puts
+    its inputs where the executable was compiled to find them (a no-op for inputs already there)."""
+
+    executable: Callable
+    placement: Placement
+
+    def __call__(self, state: TrainState, key: jax.Array, *schedule) -> tuple[TrainState, dict]:
+        placement = self.placement
+        return self.executable(placement.state(state), placement.key(key), *map(placement.schedule, schedule))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,10 +99,20 @@ class TrainProgram:
     clock: str = "iterations"
     stage_unit: str = "iterations"
 
+    @property
+    def placement(self) -> Placement:
+        """Where every input of the compiled iterations lives on the mesh."""
+        return Placement(self.mesh)
+
     def init_state(self, key: jax.Array) -> TrainState:
         """Fresh network, optimizer state and empty replay buffer, placed on the mesh."""
         return init_train_state(self.game, self.net, self.optimizers[0], key, self.lanes, self.capacity,
                                 self.max_window, self.resign_init, self.mesh)
+
+    def start(self, seed: int) -> tuple[TrainState, jax.Array]:
+        """A fresh run's ``(state, key)`` from ``seed``, both placed on the mesh (a restore's templates too)."""
+        init_key, key = jax.random.split(jax.random.PRNGKey(int(seed)))
+        return self.init_state(init_key), self.placement.key(key)
 
     def stage_index(self, iteration: int) -> int:
         """Index of the stage in force at ``iteration`` (0-based count of iterations completed)."""
@@ -113,10 +140,14 @@ class TrainProgram:
         return make_iteration(self.stage_configs[index], self.game, self.net, self.optimizers[index],
                               self.selfplay_fns[index], self.mesh, example)
 
-    def compile(self, index: int, state: TrainState, key: jax.Array) -> Callable:
-        """Stage ``index``'s iteration compiled for ``state``'s shapes and shardings."""
-        extra = tuple(jnp.asarray(a) for a in self.schedule_args(0.0, 0.0))
-        return self.iteration_fn(index, state).lower(state, key, *extra).compile()
+    def compile(self, index: int, state: TrainState, key: jax.Array) -> CompiledIteration:
+        """Stage ``index``'s iteration compiled for ``state``'s shapes, on the placement's shardings
+        (wherever ``state`` and ``key`` are now)."""
+        placement = self.placement
+        inputs = (placement.abstract(state, placement.state_shardings(state)),
+                  placement.abstract(key, placement.replicated),
+                  *(placement.abstract(np.asarray(a), placement.replicated) for a in self.schedule_args(0.0, 0.0)))
+        return CompiledIteration(self.iteration_fn(index, state).lower(*inputs).compile(), placement)
 
     def meta(self) -> dict:
         """What must match for a checkpoint to resume this run (``checkpoint.COMPATIBILITY_KEYS``)."""
@@ -133,7 +164,7 @@ class TrainProgram:
 
 def make_train(config: ConfigDict, mesh: Mesh | None = None, *, selfplay_fn: SelfPlayFn | None = None,
                resign_init: Any = None) -> TrainProgram:
-    """Check ``config`` and resolve it into a :class:`TrainProgram` (one-line ``ValueError`` if impossible).
+    """Check ``config`` and resolve it into a :class:`TrainProgram` (one-line ``InputError`` if impossible).
 
     ``selfplay_fn`` replaces the search-based self-play in every stage (tests use a synthetic
     one, with its own ``resign_init`` state).
@@ -170,7 +201,7 @@ def _check_optimizer_states(optimizers, stages, net: AlphaZeroNet, game: Othello
     for (start, pairs), optimizer in zip(stages[1:], optimizers[1:], strict=True):
         if jax.tree.structure(jax.eval_shape(optimizer.init, params)) != layout:
             changed = ", ".join(f"{k}={v}" for k, v in pairs if k.startswith("optimizer."))
-            raise ValueError(f"the stage at {stage_label(start, unit)} changes the optimizer's state ({changed}); "
+            raise InputError(f"the stage at {stage_label(start, unit)} changes the optimizer's state ({changed}); "
                              "a stage may change its learning rate and schedule, not its kind or clipping")
 
 
@@ -181,7 +212,7 @@ def make_selfplay_fn(config: ConfigDict, game: Othello, net: AlphaZeroNet, lanes
     """
     games = int(config.selfplay.num_games)
     if games % lanes:
-        raise ValueError(f"selfplay.num_games={games} must be a multiple of the {lanes} replay lanes")
+        raise InputError(f"selfplay.num_games={games} must be a multiple of the {lanes} replay lanes")
     lane_config = ConfigDict(config.selfplay.to_dict())
     lane_config.num_games = games // lanes
     lane_config.final_board = net.config.final_board_targets  # score/ownership heads need final boards

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from othello_jax.errors import InputError
 from othello_jax.game import Othello, symmetry
 from othello_jax.training.samples import FinalBoard, Samples, flatten, no_final_boards
 
@@ -64,7 +65,7 @@ def init(game: Othello, lanes: int, capacity: int, max_window: int, final_board:
     """
     for name, value in (("lanes", lanes), ("capacity", capacity), ("max_window", max_window)):
         if int(value) < 1:
-            raise ValueError(f"replay buffer {name} must be at least 1, got {value}")
+            raise InputError(f"replay buffer {name} must be at least 1, got {value}")
     empty = Samples(
         state=game.init(),
         policy=jnp.zeros((game.num_actions,), jnp.float32),
@@ -99,7 +100,7 @@ def add(buffer: ReplayBuffer, new: Samples) -> ReplayBuffer:
         raise ValueError("new rows and the replay buffer disagree on final boards (score/ownership targets): "
                          "build the buffer with final_board=" + str(new.final is not None))
     if n > buffer.capacity:
-        raise ValueError(f"one generation adds up to {n} rows per lane but the buffer holds only "
+        raise InputError(f"one generation adds up to {n} rows per lane but the buffer holds only "
                          f"{buffer.capacity}; raise the replay capacity")
     new = new._replace(mask=new.mask.astype(bool))
     data, added = jax.vmap(_add_lane)(buffer.data, buffer.cursor, new)

@@ -29,6 +29,7 @@ import ml_collections
 import numpy as np
 
 from othello_jax import search
+from othello_jax.errors import InputError
 from othello_jax.game import BLACK, Othello, State, play_transcript
 from othello_jax.game.fusion import step_materialized
 from othello_jax.game.lines import pad_lines, replay_lines
@@ -73,14 +74,14 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
 
 
 def need(ok: bool, message: str) -> None:
-    """Raise ``ValueError(message)`` unless ``ok``: the one-line check used by the config validators."""
+    """Raise ``InputError(message)`` unless ``ok``: the one-line check used by the config validators."""
     if not ok:
-        raise ValueError(message)
+        raise InputError(message)
 
 
 def check_selfplay_config(config: ml_collections.ConfigDict,
                           search_config: ml_collections.ConfigDict | None = None) -> None:
-    """Raise a one-line ``ValueError`` naming the first impossible setting.
+    """Raise a one-line ``InputError`` naming the first impossible setting.
 
     With ``search_config``, also the settings that self-play and the search must agree on.
     """
@@ -242,7 +243,7 @@ def value_targets(kind: str, search_value: jax.Array, outcome: jax.Array, mask: 
         return 0.5 * (outcome + search_value)
     if kind == "lambda":
         return lambda_returns(search_value, outcome, mask, td_lambda)
-    raise ValueError(f"unknown value target {kind!r}; choose from {', '.join(VALUE_TARGETS)}")
+    raise InputError(f"unknown value target {kind!r}; choose from {', '.join(VALUE_TARGETS)}")
 
 
 def with_exact_values(samples: Samples, game: Othello, max_empties: int) -> Samples:

@@ -26,6 +26,7 @@ from ml_collections import ConfigDict
 
 from othello_jax import checkpoint
 from othello_jax.data import accuracy, expert
+from othello_jax.errors import InputError
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, init_variables, make_network
 from othello_jax.training import replay
@@ -87,7 +88,7 @@ def make_train_chunk(net: AlphaZeroNet, optimizer: optax.GradientTransformation,
 
 
 def check_config(config: ConfigDict) -> None:
-    """Raise ``ValueError`` with a one-line message naming the first impossible setting."""
+    """Raise ``InputError`` with a one-line message naming the first impossible setting."""
     checks = [
         (int(config.batch_size) >= 1, f"batch_size must be >= 1, got {config.batch_size}"),
         (int(config.total_steps) >= 1, f"total_steps must be >= 1, got {config.total_steps}"),
@@ -99,11 +100,11 @@ def check_config(config: ConfigDict) -> None:
     ]
     for ok, message in checks:
         if not ok:
-            raise ValueError(message)
-    network_config(config)  # unknown preset -> ValueError
-    make_optimizer(config.optimizer)  # unknown optimizer or schedule -> ValueError
+            raise InputError(message)
+    network_config(config)  # unknown preset -> InputError
+    make_optimizer(config.optimizer)  # unknown optimizer or schedule -> InputError
     if not Path(config.data.wthor_dir).expanduser().is_dir():
-        raise ValueError(f"WThor database not found at {config.data.wthor_dir}; set --config.data.wthor_dir")
+        raise InputError(f"WThor database not found at {config.data.wthor_dir}; set --config.data.wthor_dir")
 
 
 def save_network(ckpts: checkpoint.Checkpoints, step: int, variables: dict, meta: dict) -> None:

@@ -1,0 +1,121 @@
+"""Resume as users run it: `othello-jax train` on the devices the command picks (one CPU host device
+per core; two cores here) or on 8 simulated devices, stopped by SIGTERM and started again with the
+same command, then extended by `--config.iterations`.
+
+With the iterations clock the stopped-and-resumed run must equal the uninterrupted run on the same
+layout bit for bit (every checkpointed array, every logged metric but wall-clock times); with the
+minutes clock it must resume, finish inside its budget, and its schedule position never moves
+back. The processes share the test session's compilation cache (tests/conftest.py), so a restart
+loads its executable instead of compiling it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from experiments.chaos_resume import Start, checkpoint_loader, same_arrays
+
+TINY = ["--config=experiments/configs/tiny_test.py"]
+TIMING = ("_s", "_per_s")  # wall-clock fields of a metrics record
+LAYOUTS = {"2 cores": dict(cores=2), "8 devices": dict(devices=8)}  # Start's keywords
+DEVICES = {"2 cores": 2, "8 devices": 8}
+
+
+@pytest.fixture(scope="module")
+def cache() -> Path:
+    """The test session's compilation cache (tests/conftest.py)."""
+    return Path(os.environ["JAX_COMPILATION_CACHE_DIR"])
+
+
+def finish(start: Start, codes: tuple[int, ...] = (0,), timeout: float = 600) -> str:
+    """Wait for ``start``; assert its exit status is one of ``codes``; its output."""
+    status = start.finish(timeout=timeout)
+    out = "\n".join(start.lines)
+    assert status in codes, out[-3000:]
+    return out
+
+
+def stop_after(start: Start, pattern: str, timeout: float = 600, codes: tuple[int, ...] = (75,)) -> str:
+    """SIGTERM ``start`` once a line matching ``pattern`` is printed; its output once it exits (one of ``codes``)."""
+    deadline = time.monotonic() + timeout
+    while not any(re.match(pattern, line) for line in list(start.lines)):
+        assert start.running(), "the run ended before it was signalled:\n" + "\n".join(start.lines[-30:])
+        assert time.monotonic() < deadline, f"no line matching {pattern!r} within {timeout}s"
+        time.sleep(0.01)
+    start.proc.send_signal(signal.SIGTERM)
+    return finish(start, codes, timeout)
+
+
+def records(workdir: Path) -> list[dict]:
+    """The metrics log without its wall-clock fields."""
+    lines = (workdir / "metrics.jsonl").read_text().splitlines()
+    return [{k: v for k, v in json.loads(line).items() if not k.endswith(TIMING)} for line in lines]
+
+
+def assert_same_runs(resumed: Path, straight: Path, args: list[str], iteration: int) -> None:
+    """Both runs' checkpoints at ``iteration`` hold identical arrays, and their logs identical metrics."""
+    load = checkpoint_loader(args, resumed)
+    mine, theirs = load(resumed, iteration), load(straight, iteration)
+    differ = [name for name, a, b in zip(mine[0]._fields, mine[0], theirs[0], strict=True) if not same_arrays(a, b)]
+    assert not differ and same_arrays(mine[1], theirs[1]), f"differ: {differ or ['rng key']}"
+    assert records(resumed) == records(straight)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_sigterm_resume_and_extension_equal_the_uninterrupted_run(tmp_path, cache, layout):
+    """SIGTERM mid-run, the same command again, then `--config.iterations` raised (a finished run
+    extended), through a stage change, evaluations and gates: identical states and metrics to the
+    same run never interrupted (the tiny config's schedules do not depend on the run's length, so
+    that is one straight run of the final length)."""
+    where = LAYOUTS[layout]
+    # what moves arrays around: a stage change (a new compile), arena evaluations and a gate (on the
+    # users' default layout; on 8 devices the plain run, to keep the test short)
+    extras = ["--config.stages=4: optimizer.learning_rate=5e-4", "--config.eval.every=1", "--config.eval.games=2",
+              "--config.eval.opponents=random", "--config.gating.enabled=true", "--config.gating.every=3",
+              "--config.gating.games=2"] if layout == "2 cores" else []
+    args, longer = [*TINY, *extras, "--config.iterations=5"], [*TINY, *extras, "--config.iterations=6"]
+    resumed, straight = tmp_path / "resumed", tmp_path / "straight"
+    reference = Start(straight, cache, longer, **where)  # beside the interrupted run
+
+    out = stop_after(Start(resumed, cache, args, **where), r"\[2/5\]")
+    assert f"{DEVICES[layout]} device(s), {DEVICES[layout]} lane(s)" in out, out
+    stopped = int(re.search(r"stopped by SIGTERM after iteration (\d) of 5", out).group(1))
+    assert 2 <= stopped < 5
+    out = finish(Start(resumed, cache, args, **where))
+    assert f"resumed {resumed} at iteration {stopped}" in out, out
+    assert [r["iteration"] for r in records(resumed)] == list(range(1, 6))
+    out = finish(Start(resumed, cache, longer, **where))  # the finished run, extended
+    assert f"resumed {resumed} at iteration 5" in out, out
+    finish(reference)
+    assert [r["iteration"] for r in records(resumed)] == list(range(1, 7))
+    assert_same_runs(resumed, straight, longer, 6)
+
+
+def test_the_minutes_clock_resumes_finishes_and_its_schedule_never_moves_back(tmp_path, cache):
+    """The quickstart's clock (schedules over a time budget) on two cores: stopped, resumed, finished
+    by its budget; every iteration logged once, the schedule position never decreasing and ending at 1."""
+    args = [*TINY, "--config.schedule_clock=minutes", "--config.max_minutes=0.75", "--config.iterations=100000",
+            "--config.optimizer.schedule=cosine", "--config.checkpoint.every=25"]
+    # the budget counts compiling: a first start fills the compilation cache, so the budget goes to training
+    stop_after(Start(tmp_path / "warm-up", cache, args, cores=2), r"compiled stage 0", codes=(0, 75))
+    workdir = tmp_path / "run"
+    out = stop_after(Start(workdir, cache, args, cores=2), r"\[\s*3/100000\]")
+    assert "2 device(s), 2 lane(s)" in out and "schedules by minutes" in out, out
+    stopped = int(re.search(r"after iteration (\d+) of 100000", out).group(1))
+    before = records(workdir)
+    out = finish(Start(workdir, cache, args, cores=2))
+    assert f"resumed {workdir} at iteration {stopped}" in out, out
+    assert "max_minutes=0.75 reached" in out, out[-2000:]
+    logged = records(workdir)
+    assert logged[:stopped] == before  # the first session's records are kept as they were
+    assert [r["iteration"] for r in logged] == list(range(1, len(logged) + 1)) and len(logged) > stopped
+    positions = [r["schedule_position"] for r in logged]
+    assert positions == sorted(positions), positions
+    assert positions[-1] == 1.0
