@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                  "top-1/top-3 expert-move prediction of a checkpoint on held-out WThor games"),
     "endgame-accuracy": ("othello_jax.commands.endgame_accuracy",
                          "how often an agent's late moves keep the exact game value (solver-judged)"),
+    "make-labels": ("othello_jax.commands.make_labels", "exact move values of self-play or off-distribution positions"),
     "make-testset": ("othello_jax.commands.make_testset",
                      "make the 6x6 perfect-play test set (every move of ~500 positions solved once)"),
     "testset": ("othello_jax.commands.testset",

@@ -4,6 +4,9 @@
 # random, greedy and alpha-beta depth-3 baselines, both colours, and draws the curves.
 # Set WORKDIR or CONFIG to change where and what it trains. If training is stopped (SIGTERM,
 # Ctrl-C) it exits with status 75 after a checkpoint, without evaluating: run it again.
+# A smoke run: ITERATIONS=1 GAMES=2 SIMS=2 bash scripts/quickstart.sh trains 1 iteration
+# (`--config.iterations`) and plays every evaluation, the run's own included, with GAMES games
+# of SIMS simulations (a few minutes); SKIP_INSTALL=1 uses ./.venv as it is (no pip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -11,15 +14,22 @@ CONFIG="${CONFIG:-experiments/configs/othello6_cpu.py}"
 WORKDIR="${WORKDIR:-runs/othello6_cpu}"
 GAMES="${GAMES:-200}"
 SIMS="${SIMS:-128}"
+ITERATIONS="${ITERATIONS:-}"  # empty: the config's iterations
+train_args=()
+if [ -n "$ITERATIONS" ]; then  # a shortened run: its evaluations as short as the ones below
+  train_args=(--config.iterations="$ITERATIONS" --config.eval.games="$GAMES" --config.eval.num_simulations="$SIMS")
+fi
 
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e .
+if [ "${SKIP_INSTALL:-0}" != 1 ]; then
+  [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e .
+fi
 cli=.venv/bin/othello-jax
 
-echo "== training $CONFIG into $WORKDIR"
+echo "== training $CONFIG into $WORKDIR${ITERATIONS:+ ($ITERATIONS iterations)}"
 status=0
-"$cli" train --config="$CONFIG" --workdir="$WORKDIR" || status=$?
+"$cli" train --config="$CONFIG" --workdir="$WORKDIR" ${train_args[@]+"${train_args[@]}"} || status=$?
 if [ "$status" -eq 75 ]; then  # stopped by a signal after a checkpoint: the run is not finished
   echo "== training stopped before the end (checkpoint saved); run $0 again to resume, then evaluate" >&2
   exit 75

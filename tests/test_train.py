@@ -115,6 +115,21 @@ def test_cosine_schedule_spans_the_run_when_total_steps_is_zero():
     assert optimizer_config(config).total_steps == 50
 
 
+@pytest.mark.parametrize("total", [1, 2, 20])
+def test_a_run_shorter_than_its_warmup_warms_up_over_its_length(total):
+    """A shipped config shortened by --config.iterations (othello6_cpu: 20 warmup steps) still trains:
+    the warmup covers all but the run's last step instead of optax refusing the schedule."""
+    from othello_jax.training.optimizers import learning_rate_schedule, position_schedule
+
+    config = synthetic_config()
+    config.optimizer.update(schedule="cosine", learning_rate=1.0, warmup_steps=20, total_steps=total, end_scale=0.1)
+    schedule = learning_rate_schedule(config.optimizer)
+    rates = [float(schedule(step)) for step in range(total + 1)]
+    assert rates[-1] == pytest.approx(0.1)  # the run ends at its end value
+    assert max(rates) == pytest.approx(1.0) and rates[:-1] == sorted(rates[:-1])  # a ramp up to the peak
+    assert float(position_schedule(config.optimizer)(1.0)) == pytest.approx(0.1)
+
+
 def test_bad_geometry_is_reported():
     config = synthetic_config(batch_size=30)
     config.replay.lanes = 4

@@ -69,24 +69,32 @@ def _play_games(game: Othello, count: int, key: jax.Array) -> State:
     return trace
 
 
-def play_games(game: Othello, games: int, seed: int) -> State:
-    """Every state [T, games] (host arrays) of the seeded mixed-play games."""
-    return jax.tree.map(np.asarray, _play_games(game, games, jax.random.key(seed)))
+def play_games(game: Othello, games: int, seed: int | jax.Array) -> State:
+    """Every state [T, games] (host arrays) of the seeded (or keyed) mixed-play games."""
+    key = jax.random.key(int(seed)) if isinstance(seed, int | np.integer) else seed
+    return jax.tree.map(np.asarray, _play_games(game, games, key))
 
 
-def candidates(game: Othello, trace: State, empties: int, seed: int) -> State:
-    """Host positions of the games ``trace`` with ``empties`` empty squares, the mover to play
-    with >= 2 placements, one per game (its first such position), distinct, in a seeded order."""
+def candidate_rows(game: Othello, trace: State, empties: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ply, game) indices into ``trace`` [T, G] of the positions with ``empties`` empty squares,
+    the mover to play with >= 2 placements, one per game (its first such position), distinct,
+    in a seeded order."""
     empty = np.asarray(count_empties(trace, game))
     moves = np.asarray(bb.popcount(trace.legal))
     ok = (empty == empties) & ~trace.terminal & (moves >= 2)  # [T, G]
     first = np.argmax(ok, axis=0)
-    games_with = np.flatnonzero(ok.any(axis=0))
-    order = np.random.default_rng([seed, empties]).permutation(games_with)
-    rows = jax.tree.map(lambda x: x[first[order], order], trace)
-    keys = np.stack([bitboards_u64(rows.mover), bitboards_u64(rows.opponent)], axis=1)
-    _, unique = np.unique(keys, axis=0, return_index=True)
-    return jax.tree.map(lambda x: x[np.sort(unique)], rows)
+    order = np.random.default_rng([seed, empties]).permutation(np.flatnonzero(ok.any(axis=0)))
+    plies = first[order]
+    keys = np.stack([bitboards_u64(jax.tree.map(lambda x: x[plies, order], side)) for side in
+                     (trace.mover, trace.opponent)], axis=1)
+    unique = np.sort(np.unique(keys, axis=0, return_index=True)[1])
+    return plies[unique], order[unique]
+
+
+def candidates(game: Othello, trace: State, empties: int, seed: int) -> State:
+    """Host positions of the games ``trace`` with ``empties`` empty squares (see :func:`candidate_rows`)."""
+    plies, games = candidate_rows(game, trace, empties, seed)
+    return jax.tree.map(lambda x: x[plies, games], trace)
 
 
 def make_testset(game: Othello = Othello(6), count: int = DEFAULT_COUNT, low: int = DEFAULT_LOW,

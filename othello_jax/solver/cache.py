@@ -75,6 +75,12 @@ class SolvedPositions:
         self.solves += 1
         return int(self._solve(mover, opponent, alpha, beta)[0])
 
+    def remember(self, values: dict[tuple[int, int], int]) -> None:
+        """Keep exact values solved elsewhere (e.g. in worker processes): {(mover, opponent): value}."""
+        new = {key: value for key, value in values.items() if key not in self.values}
+        self.values.update(new)
+        self._append([f"v {mover:x} {opponent:x} {value}" for (mover, opponent), value in new.items()])
+
     def legal(self, mover: int, opponent: int) -> int:
         """The mover's legal squares as a mask."""
         return int(c_solver.library().oj_legal(mover, opponent, self.board))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 import os
+import time
 import zipfile
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -27,6 +28,7 @@ from othello_jax.errors import InputError
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 from othello_jax.solver import c_solver
+from othello_jax.solver.cache import SolvedPositions, child
 from othello_jax.solver.host import bitboards_u64, count_empties, resolve_backend, solve_many
 
 NO_VALUE = -128  # an illegal action's entry in ``values``
@@ -76,8 +78,9 @@ def to_states(testset: TestSet) -> State:
                            jnp.asarray(testset.passed), jnp.asarray(testset.ply))
 
 
-def _c_move_values(size: int, positions: Sequence[tuple[int, int]]) -> list[list[tuple[int, int]]]:
-    """(action, exact value) of every placement of each (mover, opponent) position, C solver.
+def _c_move_values(size: int, positions: Sequence[tuple[int, int]]) -> list[tuple[list[tuple[int, int]], float]]:
+    """((square, exact value) of every placement, solver CPU seconds) of each (mover, opponent)
+    position, C solver.
 
     Runs in worker processes: plain integers in and out, one table per process (siblings
     solved one after the other share it).
@@ -86,13 +89,12 @@ def _c_move_values(size: int, positions: Sequence[tuple[int, int]]) -> list[list
     board = bb.board_mask_int(size)
     out = []
     for mover, opponent in positions:
+        begin = time.process_time()
         legal, found = lib.oj_legal(mover, opponent, board), []
         for square in range(64):
             if legal >> square & 1:
-                flipped = lib.oj_flips(mover, opponent, square)
-                score = solver.solve(opponent & ~flipped, mover | flipped | (1 << square))[0]
-                found.append(((square // 8) * size + square % 8, -score))
-        out.append(found)
+                found.append((square, -solver.solve(*child(mover, opponent, square))[0]))
+        out.append((found, time.process_time() - begin))
     return out
 
 
@@ -112,41 +114,78 @@ def move_values(states: State, game: Othello, backend: str = "auto", pool: Execu
     With a ``pool`` of ``workers`` processes (see :func:`solver_pool`) the C solver runs in
     them; the result does not depend on it.
     """
+    return solve_moves(states, game, backend, pool, workers)[0]
+
+
+def _known_values(positions: SolvedPositions, mover: int, opponent: int) -> list[tuple[int, int]] | None:
+    """(square, value) of every placement when the cache knows every position after one, else None."""
+    legal, found = positions.legal(mover, opponent), []
+    for square in range(64):
+        if legal >> square & 1:
+            after = child(mover, opponent, square)
+            if after not in positions.values:
+                return None
+            found.append((square, -positions.values[after]))
+    return found
+
+
+def solve_moves(states: State, game: Othello, backend: str = "auto", pool: Executor | None = None,
+                workers: int = 1, cache: SolvedPositions | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`move_values`, the solver's CPU seconds per position: float64[B]).
+
+    With a ``cache`` (C solver only) a position whose every move's result it knows costs no
+    solve (0 seconds), and the positions solved are added to it, so a remake solves nothing.
+    """
     states = jax.tree.map(np.asarray, states)
     count = len(states.ply)
     legal = np.asarray(game.legal_moves(states))
     values = np.full((count, game.num_actions), NO_VALUE, np.int8)
+    seconds = np.zeros(count)
     if count == 0:
-        return values
+        return values, seconds
     if resolve_backend(backend) == "c":
         pairs = list(zip(bitboards_u64(states.mover).tolist(), bitboards_u64(states.opponent).tolist(), strict=True))
+        known = [None if cache is None else _known_values(cache, *pair) for pair in pairs]
+        todo = [row for row, found in enumerate(known) if found is None]
         workers = workers if pool is not None else 1
-        chunks = [pairs[i::workers] for i in range(workers)]
+        chunks = [[pairs[row] for row in todo[i::workers]] for i in range(workers)]
         if pool is not None:
             solved = list(pool.map(_c_move_values, [game.size] * workers, chunks))
         else:
             solved = [_c_move_values(game.size, chunks[0])]
         for start, rows in enumerate(solved):
-            for offset, found in enumerate(rows):
-                for action, value in found:
-                    values[start + offset * workers, action] = value
+            for offset, (found, cpu) in enumerate(rows):
+                row = todo[start + offset * workers]
+                known[row], seconds[row] = found, cpu
+        if cache is not None:
+            cache.remember({child(*pairs[row], square): -value for row in todo for square, value in known[row]})
+        for row, found in enumerate(known):
+            for square, value in found:
+                values[row, (square // 8) * game.size + square % 8] = value
         passes = legal[:, game.pass_action]
         if passes.any():  # a forced pass: the position after it, from the other side
             rows = np.flatnonzero(passes)
-            child = jax.jit(game.step)(jax.tree.map(lambda x: x[rows], states), jnp.full(len(rows), game.pass_action))
-            values[rows, game.pass_action] = -solve_many(child, game, "c")[0]
-        return values
+            begin = time.process_time()
+            after = jax.jit(game.step)(jax.tree.map(lambda x: x[rows], states), jnp.full(len(rows), game.pass_action))
+            values[rows, game.pass_action] = -solve_many(after, game, "c")[0]
+            seconds[rows] += (time.process_time() - begin) / len(rows)
+        return values, seconds
+    begin = time.process_time()
     rows, actions = np.nonzero(legal)
     children = jax.jit(game.step)(jax.tree.map(lambda x: x[rows], states), jnp.asarray(actions, jnp.int32))
     values[rows, actions] = -solve_many(children, game, "jax")[0]
-    return values
+    return values, np.full(count, (time.process_time() - begin) / count)
 
 
 def build(states: State, game: Othello, backend: str = "auto", pool: Executor | None = None,
           workers: int = 1) -> TestSet:
     """Solve every move of the (host or device) positions into a test set."""
+    return from_values(states, game, move_values(states, game, backend, pool, workers))
+
+
+def from_values(states: State, game: Othello, values: np.ndarray) -> TestSet:
+    """A test set of the (host or device) positions and their move values (see :func:`move_values`)."""
     states = jax.tree.map(np.asarray, states)
-    values = move_values(states, game, backend, pool, workers)
     best = np.where(values == NO_VALUE, -127, values.astype(np.int16)).max(axis=1).astype(np.int8)
     return TestSet(game.size, bitboards_u64(states.mover), bitboards_u64(states.opponent),
                    states.color.astype(np.int8), states.passed.astype(bool), states.ply.astype(np.int16),
@@ -160,18 +199,19 @@ def informative(testset: TestSet) -> np.ndarray:
     return (legal.sum(axis=1) >= 2) & (worst < testset.best)
 
 
-def to_bytes(testset: TestSet) -> bytes:
-    """The ``.npz`` file's bytes (deterministic: the same test set gives the same bytes)."""
+def to_bytes(testset: TestSet, extra: dict[str, np.ndarray] | None = None) -> bytes:
+    """The ``.npz`` file's bytes (deterministic: the same test set gives the same bytes); ``extra``
+    arrays are stored beside the test set's (files that extend the format; :func:`load` skips them)."""
     buffer = io.BytesIO()
     arrays = {name: np.asarray(value) for name, value in testset._asdict().items()}
-    np.savez_compressed(buffer, format_version=np.int32(FORMAT_VERSION), **arrays)
+    np.savez_compressed(buffer, format_version=np.int32(FORMAT_VERSION), **arrays, **(extra or {}))
     return buffer.getvalue()
 
 
-def save(testset: TestSet, path: str | os.PathLike) -> None:
-    """Write the test set as an ``.npz`` file (see :func:`to_bytes`)."""
+def save(testset: TestSet, path: str | os.PathLike, extra: dict[str, np.ndarray] | None = None) -> None:
+    """Write the test set (and ``extra`` arrays) as an ``.npz`` file (see :func:`to_bytes`)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_bytes(to_bytes(testset))
+    Path(path).write_bytes(to_bytes(testset, extra))
 
 
 def load(path: str | os.PathLike | None = None) -> TestSet:

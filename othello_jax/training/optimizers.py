@@ -22,7 +22,8 @@ from othello_jax.errors import InputError
 
 def learning_rate_schedule(config: ConfigDict) -> optax.Schedule:
     """``config.schedule``: "constant", "steps" (``boundaries``/``scales``) or "cosine"
-    (``warmup_steps``, ``total_steps``)."""
+    (``warmup_steps``, ``total_steps``). A run shorter than its warmup (a shipped config shortened
+    by ``--config.iterations``) warms up over all but its last step instead of being refused."""
     lr = float(config.learning_rate)
     kind = config.get("schedule", "constant")
     if kind == "constant":
@@ -31,9 +32,10 @@ def learning_rate_schedule(config: ConfigDict) -> optax.Schedule:
         boundaries = {int(b): float(s) for b, s in zip(config.boundaries, config.scales, strict=False)}
         return optax.piecewise_constant_schedule(lr, boundaries)
     if kind == "cosine":
+        total = max(int(config.total_steps), 1)
         return optax.warmup_cosine_decay_schedule(
-            init_value=0.0, peak_value=lr, warmup_steps=int(config.get("warmup_steps", 0)),
-            decay_steps=max(int(config.total_steps), 1), end_value=lr * float(config.get("end_scale", 0.01)))
+            init_value=0.0, peak_value=lr, warmup_steps=min(int(config.get("warmup_steps", 0)), total - 1),
+            decay_steps=total, end_value=lr * float(config.get("end_scale", 0.01)))
     raise InputError(f"unknown learning-rate schedule {kind!r}; choose constant, steps or cosine")
 
 
