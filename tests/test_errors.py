@@ -79,6 +79,8 @@ def test_every_error_class_of_the_project_for_input_is_an_input_error():
 @pytest.mark.parametrize("override, fragment", [
     ("--config.search.num_simulations=-3", "num_simulations must be >= 1"),
     ("--config.search.no_such_setting=1", "no_such_setting"),
+    ("--config.search.num_simulatoins=8",
+     'names no setting: num_simulatoins; Did you mean "num_simulations" instead of "num_simulatoins"?'),
 ])
 def test_a_bad_override_is_one_line_and_exit_2_with_nothing_trained(tmp_path, override, fragment):
     workdir = tmp_path / "run"

@@ -55,7 +55,7 @@ def parse(argv: list[str]):
     except flags.Error as error:
         raise InputError(str(error).splitlines()[0]) from None
     except (AttributeError, KeyError) as error:  # ml_collections: an override naming no setting
-        raise InputError(f"--config override names no setting: {error}") from None
+        raise InputError(f"--config override names no setting: {_one_line_key_error(error)}") from None
     except (TypeError, ValueError) as error:
         raise InputError(f"bad --config override: {str(error).splitlines()[0]}") from None
     if config_flag.value is None:
@@ -79,6 +79,14 @@ def traceback_dir(argv: list[str]) -> str | None:
     except flags.Error:
         return None
     return workdir_flag.value or None
+
+
+def _one_line_key_error(error: BaseException) -> str:
+    """ml_collections' "no such field" message on one line: the name, then its "Did you mean" hint."""
+    text = str(error.args[0]) if error.args else str(error)
+    text = text.replace("\\n", "\n").replace("\\'", "'")  # the message arrives repr-escaped
+    lines = [line.strip().strip("'\"") for line in text.splitlines() if line.strip()]
+    return "; ".join(lines) if lines else type(error).__name__
 
 
 def checkpoint_lanes(workdir: str | Path) -> int | None:
