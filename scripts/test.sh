@@ -37,8 +37,9 @@ echo "== test suite (newest versions), all but the tests marked slow"
 .venv/bin/python -c "import jax, flax, mctx; print('jax', jax.__version__, 'flax', flax.__version__, 'mctx', mctx.__version__)"
 # Two pytest workers (TEST_WORKERS): the tests are mostly single-threaded compilation, so both
 # cores of a 2-core machine work (37 min -> 23 min for this leg, measured); they share the cache.
-# With XLA's optimisations mostly off for tests (tests/conftest.py) the leg takes 14 min and the
-# whole script 17 min on a fresh clone of this 2-core machine (measured 2026-11-24).
+# With XLA's optimisations mostly off for tests (tests/conftest.py) the leg took 14 min on a fresh
+# clone of this 2-core machine (2026-11-24), 30 min once it ran users' commands as they run them
+# (resume on 2 and 8 devices, every entry point, chaos kills on 2 devices; 2026-11-25).
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=30 -n "${TEST_WORKERS:-2}" -m "not slow" "$@"
 
 # ---- the Colab-image leg ----------------------------------------------------------------------
