@@ -167,7 +167,6 @@ def same_arrays(a, b) -> bool:
 def compare(chaos: Path, reference: Path, iterations: int) -> list[str]:
     """What differs between the chaos run and the reference run (empty: identical, nothing corrupt)."""
     load = checkpoint_loader(run_args(iterations, keep=3), chaos)
-    same = same_arrays
     problems = []
 
     on_disk = sorted(int(p.name) for p in (chaos / "checkpoints").iterdir() if p.name.isdigit())
@@ -182,9 +181,9 @@ def compare(chaos: Path, reference: Path, iterations: int) -> list[str]:
         except Exception as error:  # a corrupt checkpoint
             problems.append(f"checkpoint {step} does not restore: {str(error).splitlines()[0]}")
             continue
-        if not same(mine, load(reference, step)):
+        if not same_arrays(mine, load(reference, step)):
             names = [name for name, x, y in zip(mine[0]._fields, mine[0], load(reference, step)[0], strict=True)
-                     if not same(x, y)]
+                     if not same_arrays(x, y)]
             problems.append(f"checkpoint {step} differs from the uninterrupted run's in {names or ['rng key']}")
     logged = [json.loads(line) for line in (chaos / "metrics.jsonl").read_text().splitlines()]
     expected = [json.loads(line) for line in (reference / "metrics.jsonl").read_text().splitlines()]

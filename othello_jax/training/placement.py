@@ -39,9 +39,7 @@ def put(tree: Any, shardings: Any) -> Any:
 
 def _put_leaf(value: Any, sharding: Sharding) -> jax.Array:
     if isinstance(value, jax.Array):
-        if value.sharding == sharding or (
-                value.is_fully_addressable == sharding.is_fully_addressable
-                and value.sharding.is_equivalent_to(sharding, value.ndim)):
+        if value.sharding.is_equivalent_to(sharding, value.ndim):  # the same devices, the same layout
             return value
         if not value.is_fully_addressable:  # a global array laid out otherwise: reshard on the devices
             return jax.device_put(value, sharding)
