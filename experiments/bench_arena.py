@@ -13,11 +13,11 @@ by side as a ratio, per depth.
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 import jax.numpy as jnp
 
+from experiments.timing import mean_seconds
 from othello_jax.agents import alphabeta, parse_agent
 from othello_jax.evaluation import arena
 from othello_jax.game import Othello
@@ -48,14 +48,6 @@ def midgame_positions(game: Othello, count: int, plies: int, key: jax.Array):
     return states
 
 
-def timed(fn, *args, repeats: int = 3) -> float:
-    jax.block_until_ready(fn(*args))  # compile
-    begin = time.perf_counter()
-    for _ in range(repeats):
-        jax.block_until_ready(fn(*args))
-    return (time.perf_counter() - begin) / repeats
-
-
 def bench_search(args: argparse.Namespace) -> None:
     game = Othello(args.size)
     states = midgame_positions(game, args.positions, args.midgame_plies, jax.random.PRNGKey(args.seed))
@@ -64,12 +56,12 @@ def bench_search(args: argparse.Namespace) -> None:
     print(f"{'depth':>5} {'alpha-beta ms':>14} {'full-width ms':>14} {'full/ab':>8}")
     for depth in range(1, args.max_depth + 1):
         stack = jax.jit(lambda s, d=depth: alphabeta.search(s, game, d)[:2])
-        stack_time = timed(stack, states)
+        stack_time = mean_seconds(stack, states)
         width = "-"
         ratio = "-"
         if game.num_actions ** depth * args.positions <= args.full_width_limit:
             full = jax.jit(lambda s, d=depth: alphabeta.full_width_search(s, game, d))
-            full_time = timed(full, states)
+            full_time = mean_seconds(full, states)
             width, ratio = f"{1e3 * full_time:14.1f}", f"{full_time / stack_time:8.1f}"
         print(f"{depth:>5} {1e3 * stack_time:14.1f} {width:>14} {ratio:>8}", flush=True)
 

@@ -37,7 +37,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,6 +76,7 @@ def worker(devices: int, lanes: int, iterations: int) -> dict:
     import jax.numpy as jnp
 
     from experiments.configs import othello6_cpu
+    from experiments.timing import Stopwatch
     from othello_jax.training.iteration import make_mesh
     from othello_jax.training.program import make_train
 
@@ -85,20 +85,20 @@ def worker(devices: int, lanes: int, iterations: int) -> dict:
     config.replay.lanes = lanes
     program = make_train(config, make_mesh(devices))
     state = program.init_state(jax.random.PRNGKey(0))
-    t0 = time.perf_counter()
-    step = program.compile(0, state, jax.random.PRNGKey(1))
-    compile_s = time.perf_counter() - t0
+    with Stopwatch() as compiling:
+        step = program.compile(0, state, jax.random.PRNGKey(1))
+    compile_s = compiling.wall
     # schedule inputs of the iteration (elapsed minutes, schedule position), where it takes them
     extra = tuple(jnp.asarray(a) for a in getattr(program, "schedule_args", lambda *_: ())(0.0, 0.0))
     state, metrics = step(state, jax.random.PRNGKey(2), *extra)  # warm-up
     jax.block_until_ready(metrics)
     threads0 = thread_cpu()
-    positions, cpu0, t0 = 0, time.process_time(), time.perf_counter()
-    for i in range(iterations):
-        state, metrics = step(state, jax.random.PRNGKey(3 + i), *extra)
-        positions += int(metrics["positions"])
-    wall = time.perf_counter() - t0
-    cpu = time.process_time() - cpu0
+    positions = 0
+    with Stopwatch() as training:
+        for i in range(iterations):
+            state, metrics = step(state, jax.random.PRNGKey(3 + i), *extra)
+            positions += int(metrics["positions"])
+    wall, cpu = training.wall, training.cpu
     profile = thread_profile(threads0, thread_cpu())
     return {"positions_per_s": positions / wall, "s_per_iteration": wall / iterations,
             "cores_busy": cpu / wall, "compile_s": compile_s, "lanes": program.lanes, "devices": devices,

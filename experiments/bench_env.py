@@ -10,11 +10,12 @@ legal action), stepping, and restarting finished games. Usage::
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+
+from experiments.timing import timed
 
 
 def choose(legal: jax.Array, key: jax.Array, random_policy: bool) -> jax.Array:
@@ -75,10 +76,8 @@ def measure(env_factory, batch: int, plies: int, random_policy: bool, repeats: i
     jax.block_until_ready(state)
     best = float("inf")
     for r in range(repeats):
-        start = time.perf_counter()
-        state, finished = rollout(state, jax.random.key(r))
-        jax.block_until_ready(finished)
-        best = min(best, time.perf_counter() - start)
+        (state, _), watch = timed(rollout, state, jax.random.key(r))
+        best = min(best, watch.wall)
     return batch * plies / best
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
-import time
 from collections.abc import Callable
 
 import jax
@@ -36,6 +35,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
+from experiments.timing import best_seconds, timed
 from othello_jax import search
 from othello_jax.game import Othello
 from othello_jax.model import PRESETS, NetworkConfig, init_variables, make_network
@@ -133,19 +133,6 @@ def pgx_setting(config, apply_fn, variables, states):
     return run, (variables, states, jax.random.key(1))
 
 
-def best_times(calls: dict[str, tuple[Callable, tuple]], repeats: int) -> dict[str, float]:
-    """Best-of-``repeats`` wall seconds per call, the calls interleaved (after one warm-up call each)."""
-    for fn, args in calls.values():
-        jax.block_until_ready(fn(*args))
-    best = {name: float("inf") for name in calls}
-    for _ in range(repeats):
-        for name, (fn, args) in calls.items():
-            start = time.perf_counter()
-            jax.block_until_ready(fn(*args))
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
-
-
 def assert_same_trees(a: search.SearchResult, b: search.SearchResult, other: str = "plain mctx") -> None:
     """Every field of two search results (the whole tree included) is equal."""
     paths = jax.tree_util.tree_flatten_with_path(a)[0]
@@ -178,7 +165,7 @@ def bench_search(args, net: str, batch: int) -> dict[str, float]:
     ours = calls["(a) engine"][0](*calls["(a) engine"][1])
     for other in ("(b) plain mctx", "(e) uncompacted"):
         assert_same_trees(ours, calls[other][0](*calls[other][1]), other)
-    seconds = best_times(calls, args.repeats)
+    seconds = best_seconds(calls, args.repeats)
 
     blocks, channels = PRESETS[net]
     print(f"\nsearch: network {net} {blocks}x{channels} ({args.dtype}), B={batch}, {args.simulations} simulations, "
@@ -211,14 +198,12 @@ def bench_selfplay(args, net: str, batch: int) -> None:
     apply_fn, variables = network(net, 8, args.dtype)
     play = jax.jit(functools.partial(selfplay.play_games, config, game, apply_fn, search_config=search_config))
     resign = selfplay.initial_resign_state(config)
-    start = time.perf_counter()
-    jax.block_until_ready(play(variables, jax.random.key(0), resign))
-    compile_s = time.perf_counter() - start
+    _, first_call = timed(play, variables, jax.random.key(0), resign)
+    compile_s = first_call.wall
     best = float("inf")
     for r in range(max(1, args.repeats // 2)):
-        start = time.perf_counter()
-        _, stats, _ = jax.block_until_ready(play(variables, jax.random.key(r + 1), resign))
-        best = min(best, time.perf_counter() - start)
+        (_, stats, _), watch = timed(play, variables, jax.random.key(r + 1), resign)
+        best = min(best, watch.wall)
     moves = float(stats.positions)
     print(f"\nself-play: network {net}, B={batch} games, {args.simulations} simulations, {args.variant}: "
           f"{best:.2f} s per call (first call with compile {compile_s:.1f} s)")

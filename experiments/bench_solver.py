@@ -11,32 +11,18 @@ the wall clock also counts other people's work).
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import jax
 import numpy as np
 
+from experiments.timing import Stopwatch
 from othello_jax.game import Othello
 from othello_jax.solver import CSolver, load_obf, solve_batch_jit
 from othello_jax.solver.accuracy import random_starts
 from othello_jax.solver.host import bitboards_u64, count_empties
 
 DEFAULT_FFO = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ffo" / "fforum-40-59.obf"
-
-
-class Clock:
-    """Wall and process CPU seconds of a block."""
-
-    def __enter__(self):
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
-
-    def __str__(self) -> str:
-        return f"{self.wall:.2f}s ({self.cpu:.2f}s CPU)"
 
 
 def parse_range(text: str) -> list[int]:
@@ -48,12 +34,11 @@ def bench_ffo(path: Path, numbers: list[int]) -> None:
     problems = [p for p in load_obf(path, Othello(8)) if p.number in numbers]
     print(f"C solver, FFO positions from {path.name} (fresh transposition table each):")
     print(f"{'#':>3} {'empties':>7} {'score':>6} {'known':>6} {'nodes':>14} {'time':>22} {'nodes/s':>12}")
-    total_nodes, total = 0, Clock()
-    total.wall = total.cpu = 0.0
+    total_nodes, total = 0, Stopwatch()
     for problem in problems:
         mover, opponent = int(bitboards_u64(problem.state.mover)), int(bitboards_u64(problem.state.opponent))
         solver = CSolver(8)
-        with Clock() as clock:
+        with Stopwatch() as clock:
             score, _, nodes = solver.solve(mover, opponent)
         empties = 64 - bin(mover | opponent).count("1")
         flag = "" if score == problem.score else "  WRONG"
@@ -70,16 +55,16 @@ def bench_batch(empties: int, batch: int, seed: int) -> None:
     starts = random_starts(game, batch, game.num_squares - 4 - empties, jax.random.key(seed))
     depth = int(np.max(np.asarray(count_empties(starts, game))))
     print(f"{batch} random positions with ~{empties} empty squares (at most {depth}), on {jax.devices()[0].platform}:")
-    with Clock() as compile_clock:
+    with Stopwatch() as compile_clock:
         compiled = solve_batch_jit.lower(starts, game, depth).compile()
-    with Clock() as jax_clock:
+    with Stopwatch() as jax_clock:
         result = jax.block_until_ready(compiled(starts))
     jax_nodes = int(np.asarray(result.nodes, np.int64).sum())
     per_lane = np.asarray(result.nodes)
     solver = CSolver(8)
     movers, opponents = bitboards_u64(starts.mover).tolist(), bitboards_u64(starts.opponent).tolist()
     c_nodes, c_scores = 0, []
-    with Clock() as c_clock:
+    with Stopwatch() as c_clock:
         for mover, opponent in zip(movers, opponents, strict=False):
             score, _, nodes = solver.solve(mover, opponent)
             c_nodes += nodes

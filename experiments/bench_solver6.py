@@ -12,23 +12,17 @@ process's CPU seconds in brackets (on a shared machine the wall clock counts oth
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 import numpy as np
 
+from experiments.timing import timed
 from othello_jax.game import Othello
 from othello_jax.game.bitboard import board_mask_int
 from othello_jax.solver import CSolver, c_solver
 from othello_jax.solver.accuracy import random_starts
 from othello_jax.solver.cache import child
 from othello_jax.solver.host import bitboards_u64, count_empties
-
-
-def timed(fn):
-    wall, cpu = time.perf_counter(), time.process_time()
-    out = fn()
-    return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def positions(game: Othello, empties: int, count: int, seed: int) -> list[tuple[int, int]]:
@@ -56,14 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'empties':>7} {'value':>6} {'nodes':>14} {'value time':>24} {'all moves time':>24}")
     for empties, (mover, opponent) in cases:
         solver = CSolver(6)
-        (score, _, nodes), wall, cpu = timed(lambda: solver.solve(mover, opponent))
-        line = f"{empties:>7} {score:>+6} {nodes:>14,} {wall:>9.2f} s ({cpu:>7.2f} s CPU)"
+        (score, _, nodes), value_time = timed(solver.solve, mover, opponent)
+        line = f"{empties:>7} {score:>+6} {nodes:>14,} {value_time.wall:>9.2f} s ({value_time.cpu:>7.2f} s CPU)"
         if not args.value_only:
             mask = c_solver.library().oj_legal(mover, opponent, board_mask_int(6))
             legal = [sq for sq in range(64) if mask >> sq & 1]
             solver = CSolver(6)
-            _, all_wall, all_cpu = timed(lambda: [solver.solve(*child(mover, opponent, sq)) for sq in legal])
-            line += f" {all_wall:>9.2f} s ({all_cpu:>7.2f} s CPU)"
+            _, all_time = timed(lambda: [solver.solve(*child(mover, opponent, sq)) for sq in legal])
+            line += f" {all_time.wall:>9.2f} s ({all_time.cpu:>7.2f} s CPU)"
         print(line, flush=True)
     return 0
 
