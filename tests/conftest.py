@@ -1,14 +1,18 @@
 """Shared test fixtures: the reference data directory from outside the project; one XLA
-compilation cache for the whole test session."""
+compilation cache for the whole test session; the tiny network and config many tests build
+(plain functions, imported as ``from tests.conftest import tiny_net, tiny_config``)."""
 
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,3 +87,25 @@ def optimized_compilation(request):
         yield
     finally:
         jax.config.update("jax_disable_most_optimizations", before)
+
+
+# jax and the package are imported inside the helpers below: this file must set the environment
+# above before anything imports jax.
+@functools.cache
+def tiny_net(size: int) -> tuple[Callable, Any]:
+    """The ``tiny`` preset network on a ``size`` board: (inference apply function, variables from key 0)."""
+    import jax
+
+    from othello_jax.model import NetworkConfig, init_variables, make_network
+
+    net = make_network(size, NetworkConfig.preset("tiny"))
+    return functools.partial(net.apply, train=False), init_variables(net, jax.random.key(0), size)
+
+
+def tiny_config(**overrides: Any):
+    """A fresh shipped ``tiny_test`` config with ``overrides`` by dotted name (``"checkpoint.every": 5``)."""
+    from experiments.configs import tiny_test
+
+    config = tiny_test.get_config()
+    config.update_from_flattened_dict(overrides)
+    return config

@@ -15,7 +15,8 @@ from othello_jax import search
 from othello_jax.training import iteration as train
 from othello_jax.training import playout_cap, selfplay
 from othello_jax.training.program import make_train
-from tests.test_selfplay import GAME, search_config, tiny_net
+from tests.conftest import tiny_net
+from tests.test_selfplay import GAME, search_config
 
 GAMES, EVERY, FULL_SIMS, FAST_SIMS = 16, 4, 8, 2
 NEVER = selfplay.ResignState(jnp.float32(-2.0), jnp.float32(0.0))
@@ -40,7 +41,7 @@ def deterministic_puct():
 
 @functools.cache
 def played(every=EVERY, value_target="z", td_lambda=0.98, seed=0):
-    apply_fn, variables = tiny_net()
+    apply_fn, variables = tiny_net(GAME.size)
     fn = jax.jit(lambda k: selfplay.play_games(capped_config(every, value_target, td_lambda), GAME, apply_fn,
                                                variables, k, NEVER, search_config=deterministic_puct()))
     return jax.tree.map(np.asarray, fn(jax.random.key(seed)))
@@ -66,7 +67,7 @@ def test_groups_take_one_game_in_every_per_lane_and_rotate():
 
 def test_recorded_positions_are_the_full_searches():
     out, stats, _ = played()
-    apply_fn, variables = tiny_net()
+    apply_fn, variables = tiny_net(GAME.size)
     mask, plies = out.samples.mask, out.samples.mask.shape[0]
     per_ply = mask.sum(axis=1)
     assert per_ply[0] == GAMES // EVERY and (per_ply <= GAMES // EVERY).all()
@@ -93,7 +94,7 @@ def test_value_targets_run_through_the_unrecorded_plies():
 
 
 def test_lanes_play_as_alone():
-    apply_fn, variables = tiny_net()
+    apply_fn, variables = tiny_net(GAME.size)
     config, search_c = capped_config(), search_config("gumbel", sims=FULL_SIMS)
     lanes = 2
     keys = jax.random.split(jax.random.key(4), lanes)
@@ -121,7 +122,7 @@ def test_impossible_settings_are_one_line_errors(change, message):
     if "reuse" in change:
         search_c.reuse = change.pop("reuse")
     config.playout_cap.update(change)
-    apply_fn, variables = tiny_net()
+    apply_fn, variables = tiny_net(GAME.size)
     with pytest.raises(ValueError, match=re.escape(message)) as error:
         selfplay.play_games(config, GAME, apply_fn, variables, jax.random.key(0), NEVER, search_config=search_c)
     assert "\n" not in str(error.value)

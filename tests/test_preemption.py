@@ -17,18 +17,11 @@ from pathlib import Path
 import pytest
 
 from othello_jax.training import config as train_config
+from tests.conftest import tiny_config
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["--config=experiments/configs/tiny_test.py", "--config.checkpoint.every=1000",
         "--config.checkpoint.every_minutes=0"]
-
-
-def tiny_config(**overrides):
-    from experiments.configs import tiny_test
-
-    config = tiny_test.get_config()
-    config.update_from_flattened_dict(overrides)
-    return config
 
 
 @pytest.fixture(scope="module")

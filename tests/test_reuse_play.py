@@ -20,7 +20,8 @@ from othello_jax.interface.session import GameSession
 from othello_jax.search import keys as search_keys
 from othello_jax.search.reuse import find_descendant
 from othello_jax.training import selfplay
-from tests.test_selfplay import GAME, search_config, tiny_net
+from tests.conftest import tiny_net
+from tests.test_selfplay import GAME, search_config
 
 GAMES, PLIES, SIMS = 8, 4, 8
 NEVER = selfplay.ResignState(jnp.float32(-2.0), jnp.float32(0.0))
@@ -42,7 +43,7 @@ def reuse_config(variant, reuse):
 
 @functools.cache
 def selfplayed(variant, reuse):
-    apply_fn, variables = tiny_net()
+    apply_fn, variables = tiny_net(GAME.size)
     fn = jax.jit(lambda v, k: selfplay.play_games(selfplay_config(), GAME, apply_fn, v, k, NEVER,
                                                   search_config=reuse_config(variant, reuse)))
     return jax.device_get(fn(variables, jax.random.key(5)))
@@ -50,7 +51,7 @@ def selfplayed(variant, reuse):
 
 @functools.cache
 def searcher(variant, reuse):
-    apply_fn, _ = tiny_net()
+    apply_fn, _ = tiny_net(GAME.size)
     config = reuse_config(variant, reuse)
     return jax.jit(lambda v, s, k, start: search.run_search(config, apply_fn, v, s, k, GAME, start=start))
 
@@ -58,7 +59,7 @@ def searcher(variant, reuse):
 def reference(variant, reuse):
     """The same games ply by ply from Python (one jitted search per ply, no scan), keeping the
     tree by hand with reuse_tree."""
-    _, variables = tiny_net()
+    _, variables = tiny_net(GAME.size)
     config, sp = reuse_config(variant, reuse), selfplay_config()
     key, _, _ = search_keys.split(jax.random.key(5), 3)
     state = jax.tree.map(lambda x: jnp.broadcast_to(x, (GAMES,) + x.shape), GAME.init())
@@ -117,7 +118,7 @@ def test_selfplay_without_reuse_is_the_plain_search_ply_by_ply():
 
 
 def test_lanes_with_reuse_play_what_each_lane_plays_alone():
-    apply_fn, variables = tiny_net()
+    apply_fn, variables = tiny_net(GAME.size)
     play = functools.partial(selfplay.play_games, selfplay_config(), GAME, apply_fn,
                              search_config=reuse_config("puct", True))
     keys = jax.random.split(jax.random.key(9), 2)

@@ -15,15 +15,9 @@ import pytest
 from othello_jax import search
 from othello_jax.game import Othello, State
 from othello_jax.game.fusion import step_materialized
-from othello_jax.model import NetworkConfig, init_variables, make_network
+from tests.conftest import tiny_net
 
 VARIANTS = sorted(search.VARIANTS)
-
-
-@functools.cache
-def tiny_net(size: int):
-    net = make_network(size, NetworkConfig.preset("tiny"))
-    return functools.partial(net.apply, train=False), init_variables(net, jax.random.key(0), size)
 
 
 def take(states: State, index) -> State:

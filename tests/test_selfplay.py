@@ -11,18 +11,12 @@ import pytest
 
 from othello_jax import search
 from othello_jax.game import BLACK, NotationError, Othello, play_transcript
-from othello_jax.model import NetworkConfig, init_variables, make_network
 from othello_jax.training import selfplay
+from tests.conftest import tiny_net
 
 GAME = Othello(4)
 BATCH = 32
 NEVER, ALWAYS = -2.0, 2.0  # resign thresholds: below any value / above any value
-
-
-@functools.cache
-def tiny_net():
-    net = make_network(GAME.size, NetworkConfig.preset("tiny"))
-    return functools.partial(net.apply, train=False), init_variables(net, jax.random.key(0), GAME.size)
 
 
 def main_config():
@@ -52,7 +46,7 @@ def openings() -> np.ndarray:
 @functools.cache
 def played(threshold: float, seed: int = 0):
     """One compiled self-play function (main config), called with different resign thresholds."""
-    apply_fn, variables = tiny_net()
+    apply_fn, variables = tiny_net(GAME.size)
     fn = _compiled_main()
     resign = selfplay.ResignState(jnp.float32(threshold), jnp.float32(0.0))
     out, stats, new_resign = fn(variables, jax.random.key(seed), resign, jnp.asarray(openings()))
@@ -61,7 +55,7 @@ def played(threshold: float, seed: int = 0):
 
 @functools.cache
 def _compiled_main():
-    apply_fn, _ = tiny_net()
+    apply_fn, _ = tiny_net(GAME.size)
     return jax.jit(lambda v, k, r, o: selfplay.play_games(main_config(), GAME, apply_fn, v, k, r,
                                                           search_config=search_config(), openings=o))
 
@@ -225,7 +219,7 @@ def test_puct_lambda_and_exact_endgame_values():
     c.value_target = "lambda"
     c.td_lambda = 0.9
     c.exact_endgame_empties = 3
-    apply_fn, variables = tiny_net()
+    apply_fn, variables = tiny_net(GAME.size)
     fn = jax.jit(lambda v, k, r: selfplay.play_games(c, GAME, apply_fn, v, k, r, search_config=search_config("puct")))
     out, stats, resign = jax.tree.map(np.asarray, fn(variables, jax.random.key(3), selfplay.initial_resign_state(c)))
     mask = out.samples.mask

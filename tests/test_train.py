@@ -12,6 +12,7 @@ from othello_jax.training import iteration as train
 from othello_jax.training.config import max_window, network_config, optimizer_config
 from othello_jax.training.program import make_train
 from othello_jax.training.sgd import loss_fn
+from tests.conftest import tiny_config
 from tests.synthetic_samples import learnable_samples, synthetic_config, synthetic_program
 
 GAME = Othello(6)
@@ -151,12 +152,6 @@ def test_network_config_overrides_preset():
 # ---------------------------------------------------------------------------------------------
 # run configuration, stages and the command line
 # ---------------------------------------------------------------------------------------------
-def tiny_config():
-    from experiments.configs import tiny_test
-
-    return tiny_test.get_config()
-
-
 def test_stages_override_static_settings_from_their_iteration():
     from othello_jax.training import config as run_config
 
