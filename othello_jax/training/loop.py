@@ -126,16 +126,13 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
                 raise writer.interrupted(reason, iteration, total, state, key, stage)
             compile_s = 0.0
             if step is None or step.index != index:  # compiled once, when its stage starts
-                step = None  # an earlier stage never comes back
+                step = None  # an earlier stage never comes back: its executable goes first
                 step, compile_s = _compile(program, index, state, key, clock, say)
 
             # one iteration (self-play, replay, gradient steps) over the schedule span the clock gives
             begin, end, last_in_time = clock.span(iteration)
             key, step_key = jax.random.split(key)
-            t0 = clock.now()
-            state, metrics = step.iteration(state, step_key, *program.schedule_args(begin, end))
-            metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-            seconds = clock.now() - t0
+            state, metrics, seconds = _iterate(step, state, step_key, program.schedule_args(begin, end), clock)
             clock.record_iteration(seconds, end)
             done = iteration + 1
             record = iteration_record(metrics, done, seconds, compile_s, stage, program.network_evaluations(index))
@@ -207,6 +204,14 @@ def _compile(program: TrainProgram, index: int, state, key: jax.Array, clock: Ru
     say(f"compiled stage {index} (from {program.stage_label(index)}, "
         f"{int(program.stage_configs[index].search.num_simulations)} simulations) in {seconds:.1f}s")
     return step, seconds
+
+
+def _iterate(step: _Step, state, key: jax.Array, schedule: tuple, clock: RunClock) -> tuple:
+    """``(state, metrics, seconds)``: one run of the compiled iteration, its scalar metrics fetched."""
+    t0 = clock.now()
+    state, metrics = step.iteration(state, key, *schedule)
+    metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+    return state, metrics, clock.now() - t0
 
 
 class CheckpointWriter:
