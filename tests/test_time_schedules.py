@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from othello_jax.training import loop
-from othello_jax.training.budget import MARGIN, RESERVE_SHARE, TimeBudget
+from othello_jax.training.clock import MARGIN
 from othello_jax.training.config import check_config, parse_stages, stage_unit
 from othello_jax.training.iteration import make_mesh
 from othello_jax.training.metrics import read_records
@@ -231,7 +231,7 @@ def test_iterations_clock_also_keeps_the_final_evaluation_inside_the_budget(simu
 
 
 # ---------------------------------------------------------------------------------------------
-# the pieces: the rate applied, the budget's estimates, stage keys, bad input
+# the pieces: the rate applied, stage keys, bad input (the clock's estimates: tests/test_clock.py)
 # ---------------------------------------------------------------------------------------------
 def test_the_recorded_rate_is_the_rate_the_optimizer_applies():
     """A minutes-clock iteration at position 0.5 moves the network exactly as AdamW (with its decoupled
@@ -254,32 +254,6 @@ def test_the_recorded_rate_is_the_rate_the_optimizer_applies():
     # and the step mattered: the parameters moved
     initial = jax.device_get(reference.init_state(jax.random.PRNGKey(0)).params)
     assert any(not np.allclose(a, b) for a, b in zip(jax.tree.leaves(initial), jax.tree.leaves(got), strict=True))
-
-
-def test_budget_position_horizon_and_stop_rule():
-    budget = TimeBudget(seconds=100.0, iterations=50, clock="minutes")
-    assert budget.iteration_estimate() == 2.0  # before any iteration: the budget's share of a nominal one
-    for seconds in (1.0, 3.0, 2.0):
-        budget.record_iteration(seconds)
-    assert budget.iteration_estimate() == 3.0  # the slowest recent one
-    reserve = MARGIN * RESERVE_SHARE * 100.0  # no evaluation timed yet
-    assert budget.horizon(True) == pytest.approx(100.0 - reserve - 3.0)
-    budget.evaluation_s = 4.0
-    budget.record_save(1.0)
-    assert budget.final_reserve(True) == pytest.approx(MARGIN * 5.0) and budget.final_reserve(False) == MARGIN * 1.0
-    horizon = 100.0 - MARGIN * 5.0 - 3.0
-    assert budget.position(horizon / 2, 3, True) == pytest.approx(0.5)
-    assert budget.position(1.0, 40, True) == pytest.approx(0.8)  # the iterations, when they are further along
-    assert budget.position(2 * horizon, 1, True) == 1.0
-    # another iteration fits while it ends by the horizon (the time the last one ends)
-    assert budget.another_fits(horizon - 1e-6, True) and not budget.another_fits(horizon + 1e-3, True)
-    budget.compile_s = 2.0
-    assert not budget.another_fits(horizon - 1e-6, True, compiles=True)
-    again = TimeBudget.from_meta(budget.to_meta(), 100.0, 50, "minutes")
-    assert again == budget
-    counted = TimeBudget(seconds=100.0, iterations=50)  # the iterations clock: the share of iterations
-    assert counted.position(99.0, 10, True) == pytest.approx(0.2)
-    assert TimeBudget(seconds=0.0, iterations=50).another_fits(1e9, True)  # no budget, no limit
 
 
 def test_stage_keys_in_minutes_and_percent():

@@ -19,7 +19,7 @@ the learning rate follows gradient steps and the replay window iterations, as ab
 ``"minutes"`` (needs ``max_minutes > 0``) they follow the *schedule position*, the share of the
 training-time budget used: the training seconds recorded in the checkpoint divided by the
 *horizon*, the time at which the last iteration ends (``max_minutes`` less one iteration and
-the final evaluation and checkpoint, all measured; see :mod:`othello_jax.training.budget`),
+the final evaluation and checkpoint, all measured; see :mod:`othello_jax.training.clock`),
 or the share of ``iterations`` done if that is larger. The iteration-counted settings are read
 on the nominal run of ``iterations`` laid over the budget: position p is gradient step
 ``p * total_steps`` of the learning-rate schedule (``warmup_steps``, ``boundaries`` and

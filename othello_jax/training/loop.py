@@ -16,15 +16,17 @@ finish (a compiled iteration cannot be interrupted), writes a checkpoint and rai
 JAX's preemption sync point, SIGINT and the clock-based decisions (``max_minutes``,
 ``checkpoint.every_minutes``, the schedule position) through process 0.
 
-With ``max_minutes`` the run stops early enough that the final evaluation and checkpoint fit
-inside the budget, and with ``schedule_clock = "minutes"`` each iteration is passed the
-schedule positions it spans (:mod:`othello_jax.training.budget`). Training time is everything
-a session does from :func:`run`'s start (setup, compiling, evaluating, saving), added to the
-time recorded in the checkpoint it resumed from.
+Every decision that reads the time is the run's :class:`~othello_jax.training.clock.RunClock`'s:
+the stage in force, the schedule positions an iteration spans (``schedule_clock = "minutes"``),
+whether another iteration fits in ``max_minutes`` (the final evaluation and checkpoint
+included) and whether a checkpoint is due. Training time is everything a session does from
+:func:`run`'s start (setup, compiling, evaluating, saving), added to the time recorded in the
+checkpoint it resumed from.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -41,9 +43,9 @@ from ml_collections import ConfigDict
 from othello_jax import checkpoint
 from othello_jax.errors import InputError
 from othello_jax.training import arena_hooks
-from othello_jax.training.budget import TimeBudget
-from othello_jax.training.metrics import MetricsLog, Progress, format_duration
-from othello_jax.training.program import TrainProgram, make_train
+from othello_jax.training.clock import Cadence, RunClock
+from othello_jax.training.metrics import MetricsLog, Progress, format_duration, iteration_record
+from othello_jax.training.program import CompiledIteration, TrainProgram, make_train
 
 # an evaluation hook: (stage config, program, variables, key) -> {"eval/<opponent>": score in [0, 1], ...}
 Evaluator = Callable[[ConfigDict, TrainProgram, dict, jax.Array], dict]
@@ -62,6 +64,16 @@ class TrainingInterrupted(Exception):
         self.reason = reason
 
 
+@dataclasses.dataclass(frozen=True)
+class Hooks:
+    """What :func:`run`'s caller plugs in: evaluation, gating, printing, a checkpoint callback."""
+
+    evaluator: Evaluator
+    gate: Gate
+    print_fn: Callable[[str], None]
+    on_checkpoint: CheckpointHook | None
+
+
 def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None = None,
         gate: Gate | None = None, print_fn: Callable[[str], None] = print,
         on_checkpoint: CheckpointHook | None = None) -> dict:
@@ -77,170 +89,74 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
     """
     session_start = time.perf_counter()
     initialize_distributed(config.distributed)
-    multi = jax.process_count() > 1
-    signals = StopSignals(sigterm=not multi)  # several processes: JAX's preemption service has SIGTERM
+    signals = StopSignals(sigterm=jax.process_count() == 1)  # several processes: JAX's preemption service has SIGTERM
+    hooks = Hooks(evaluator or arena_hooks.evaluate_against_baselines, gate or arena_hooks.gate_against_champion,
+                  print_fn, on_checkpoint)
     try:
-        return _train(config, Path(workdir), evaluator or arena_hooks.evaluate_against_baselines,
-                      gate or arena_hooks.gate_against_champion, print_fn, on_checkpoint, signals, session_start)
+        return _train(config, Path(workdir), hooks, signals, session_start)
     finally:
         signals.restore()
 
 
-def _train(config: ConfigDict, workdir: Path, evaluator: Evaluator, gate: Gate, print_fn: Callable[[str], None],
-           on_checkpoint: CheckpointHook | None, signals: StopSignals, session_start: float) -> dict:
-    """The body of :func:`run`, with the stop signals already caught."""
+def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals, session_start: float) -> dict:
+    """The body of :func:`run`: resume or start, then one iteration after another until the last,
+    the budget's end or a stop signal."""
     program = make_train(config)
-    primary = jax.process_index() == 0
-    multi = jax.process_count() > 1
-    say = print_fn if primary else (lambda _: None)
-
-    # a fresh state, or the workdir's last checkpoint
+    primary, multi = jax.process_index() == 0, jax.process_count() > 1
+    say = hooks.print_fn if primary else (lambda _: None)
     ckpts = checkpoint.Checkpoints(workdir, keep=int(config.checkpoint.keep))  # probes the workdir first
-    state, key = program.start(int(config.seed))  # placed on the mesh: the restore's targets too
-    expect = program.meta()
-    resumed, evaluations, best, timing = 0.0, [], None, {}
-    if ckpts.latest_step() is not None:
-        _check_clock(ckpts, program.clock, workdir)
-        state, key, meta = ckpts.restore(state, key, expect)
-        resumed = float(meta.get("elapsed_s", 0.0))
-        evaluations = list(meta.get("evaluation", []))
-        best = meta.get("best_score")
-        timing = dict(meta.get("timing") or {})
-        say(f"resumed {workdir} at iteration {int(state.iteration)} ({format_duration(resumed)} trained)")
-    elif primary:
-        workdir.mkdir(parents=True, exist_ok=True)
-        (workdir / "config.json").write_text(config.to_json_best_effort(indent=2))
+    state, key, meta = _resume_or_start(config, program, ckpts, workdir, say)
+    start, total = int(state.iteration), int(config.iterations)
+    clock = RunClock.from_meta(
+        meta, seconds=float(config.max_minutes) * 60.0, iterations=total, schedule_clock=program.clock,
+        cadences=tuple(Cadence.of(stage) for stage in program.stage_configs), stage_at=program.stage_at,
+        now=time.perf_counter, session_start=session_start, agree=_agree if multi else None)
+    writer = CheckpointWriter(ckpts, workdir, config, program, clock, meta, start, hooks.on_checkpoint)
     log = MetricsLog(workdir)
-    start = int(state.iteration)
     if primary:
         log.truncate_after(start)
-
-    def trained() -> float:
-        """Training seconds: the checkpoint's, plus everything this session did (setup included)."""
-        return resumed + time.perf_counter() - session_start
-
-    total = int(config.iterations)
-    budget = float(config.max_minutes) * 60.0
-    clock = TimeBudget.from_meta(timing, budget, total, program.clock)
-    reached = float(timing.get("position", 0.0))  # the schedule position never moves back
-    progress = Progress(total)
-    compiled: dict[int, Callable] = {}
-    record: dict = {}
-    processes = f", {jax.process_count()} processes" if multi else ""
-    say(f"training {workdir}: {program.game.size}x{program.game.size}, {jax.device_count()} device(s){processes}, "
-        f"{program.lanes} lane(s), network {program.network}, schedules by {program.clock}")
-
-    saved = {"iteration": start if ckpts.latest_step() == start else None, "at": time.monotonic(), "timed": False}
-
-    def save(iteration: int, stage: ConfigDict, final: bool = False) -> None:
-        t0 = time.perf_counter()
-        meta = dict(expect, iteration=iteration, elapsed_s=trained(), evaluation=evaluations, best_score=best,
-                    schedule_clock=program.clock, timing=dict(clock.to_meta(), position=reached),
-                    config=json.loads(config.to_json_best_effort()))
-        ckpts.save(iteration, state, key, meta, save_buffer=bool(stage.checkpoint.save_buffer))
-        saved.update(iteration=iteration, at=time.monotonic())
-        if final or not saved["timed"] or on_checkpoint is not None:  # the first save is timed to the disk
-            ckpts.wait()
-            clock.record_save(time.perf_counter() - t0)
-            saved["timed"] = True
-        if on_checkpoint is not None:
-            on_checkpoint(iteration)
-
-    def where(at: float, done: int, stage: ConfigDict) -> tuple[float, int]:
-        """(schedule position, stage index) after ``done`` iterations at ``at`` training seconds."""
-        position = max(clock.position(at, done, bool(int(stage.eval.every))), reached)
-        return position, program.stage_at(done, at / 60.0, 100.0 * position)
-
-    stage = program.stage_configs[0]
+    progress, step, record = Progress(total), None, {}
+    say(_banner(workdir, program))
     try:
         for iteration in range(start, total):
-            # the stage in force (by iteration, training minutes or schedule position)
-            index = where(trained(), iteration, stage)[1]
-            if multi:  # process 0's clock decides
-                index = int(_agree(index)[0])
+            index = clock.stage(iteration)  # by iteration, training minutes or schedule position
             stage = program.stage_configs[index]
-            evaluates = bool(int(stage.eval.every))
-
-            # a stop signal (here or on any process): checkpoint what is done and stop
-            reason = _agreed_stop(signals.received, iteration, multi)
+            reason = _agreed_stop(signals.received, iteration, multi)  # here or on any process
             if reason is not None:
-                if saved["iteration"] != iteration:
-                    save(iteration, stage)
-                ckpts.wait()
-                where_saved = workdir / checkpoint.LATEST_DIR / str(iteration)
-                raise TrainingInterrupted(
-                    f"stopped by {reason} after iteration {iteration} of {total}; checkpoint {where_saved} saved; "
-                    "run the same command again to resume", iteration, reason)
-
-            # compiled once, when it starts
+                raise writer.interrupted(reason, iteration, total, state, key, stage)
             compile_s = 0.0
-            if index not in compiled:
-                t0 = time.perf_counter()
-                compiled.clear()  # an earlier stage never comes back
-                compiled[index] = program.compile(index, state, key)
-                compile_s = clock.compile_s = time.perf_counter() - t0
-                say(f"compiled stage {index} (from {program.stage_label(index)}, "
-                    f"{int(stage.search.num_simulations)} simulations) in {compile_s:.1f}s")
+            if step is None or step.index != index:  # compiled once, when its stage starts
+                step = None  # an earlier stage never comes back: its executable goes first
+                step, compile_s = _compile(program, index, state, key, clock, say)
 
-            # the schedule span of this iteration; the last one (by the budget) ends at position 1
-            done = iteration + 1
-            begin = trained()
-            predicted = begin + clock.iteration_estimate()
-            last_in_time = not _another_fits(clock, program, stage, index, predicted, done, where)
-            start_at = max(clock.position(begin, iteration, evaluates), reached)
-            end_at = 1.0 if last_in_time else max(where(predicted, done, stage)[0], start_at)
-            if multi:
-                start_at, end_at, last_in_time = _agree(start_at, end_at, last_in_time)
-                last_in_time = bool(last_in_time)
-
-            # one iteration: self-play, replay, gradient steps
+            # one iteration (self-play, replay, gradient steps) over the schedule span the clock gives
+            begin, end, last_in_time = clock.span(iteration)
             key, step_key = jax.random.split(key)
-            t0 = time.perf_counter()
-            state, metrics = compiled[index](state, step_key, *program.schedule_args(start_at, end_at))
-            metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-            seconds = time.perf_counter() - t0
-            clock.record_iteration(seconds)
-            reached = end_at
-            record = dict(metrics, iteration=done, iteration_s=seconds, compile_s=compile_s,
-                          positions_per_s=metrics["positions"] / seconds,
-                          games_per_s=float(stage.selfplay.num_games) / seconds,
-                          evaluations_per_s=program.network_evaluations(index) / seconds,
-                          simulations=int(stage.search.num_simulations))
+            state, metrics, seconds = _iterate(step, state, step_key, program.schedule_args(begin, end), clock)
+            clock.record_iteration(seconds, end)
+            done = iteration + 1
+            record = iteration_record(metrics, done, seconds, compile_s, stage, program.network_evaluations(index))
 
-            # gating and evaluation (the clock's decisions are process 0's, so every process agrees)
-            out_of_time = last_in_time or not _another_fits(clock, program, stage, index, trained(), done, where)
-            minutes = float(stage.checkpoint.every_minutes)
-            save_due = minutes > 0 and time.monotonic() - saved["at"] >= 60.0 * minutes
-            if multi:
-                out_of_time, save_due = _from_process_zero(out_of_time, save_due)
-            last = done == total or out_of_time  # the final iteration is always evaluated and saved
-            if stage.gating.enabled and done % int(stage.gating.every) == 0:
-                t0 = time.perf_counter()
-                state, record["gate/score"] = _gate(stage, program, state, gate, jax.random.fold_in(key, 1))
-                clock.gate_s = time.perf_counter() - t0
-            if int(stage.eval.every) and (done % int(stage.eval.every) == 0 or last):
-                t0 = time.perf_counter()
-                scores = _evaluate(stage, program, state, evaluator, jax.random.fold_in(key, 2))
-                clock.evaluation_s = time.perf_counter() - t0
+            # what the clock says is due, then gating and evaluation (the final iteration is always
+            # evaluated and saved), metrics and progress, the checkpoint
+            out_of_time = clock.out_of_time(done, last_in_time)
+            last = done == total or out_of_time
+            save_due = clock.save_due(done, last)
+            if clock.cadence.gate_due(done):
+                state, record["gate/score"] = _gate(stage, program, state, hooks.gate,
+                                                    jax.random.fold_in(key, 1), clock)
+            if clock.cadence.evaluation_due(done, last):
+                scores = _evaluate(stage, program, state, hooks.evaluator, jax.random.fold_in(key, 2), clock)
                 record.update(scores)
-                evaluations.append(dict(scores, iteration=done))
-                score = _best_score(record, str(stage.eval.best_metric))
-                if score is not None and (best is None or score > best):
-                    best = score
-                    ckpts.save_best(done, {"params": state.params, "batch_stats": state.batch_stats},
-                                    dict(expect, iteration=done, score=score, evaluation=scores))
-
-            # metrics, progress, checkpoint
-            elapsed = trained()  # everything: compile, play, train, evaluate
-            record["elapsed_s"] = elapsed
+                writer.evaluated(done, scores, _best_score(record, str(stage.eval.best_metric)), state)
+            record["elapsed_s"] = clock.trained()  # everything: compile, play, train, evaluate
             if primary:
                 log.write(record)
-            time_left = budget - elapsed - clock.final_reserve(evaluates) if budget > 0 else None
-            say(progress.line(record, progress.eta(done, seconds, time_left)))
-            if done % int(stage.checkpoint.every) == 0 or last or save_due:
-                save(done, stage, final=last)
+            say(progress.line(record, progress.eta(done, seconds, clock.time_left(record["elapsed_s"]))))
+            if save_due:
+                writer.save(done, state, key, stage, final=last)
             if out_of_time:
-                say(f"stopping after {format_duration(trained())}: max_minutes={config.max_minutes} reached "
+                say(f"stopping after {format_duration(clock.trained())}: max_minutes={config.max_minutes} reached "
                     "(the final evaluation and checkpoint included)")
                 break
     finally:
@@ -248,16 +164,103 @@ def _train(config: ConfigDict, workdir: Path, evaluator: Evaluator, gate: Gate, 
     return record
 
 
-def _another_fits(clock: TimeBudget, program: TrainProgram, stage: ConfigDict, index: int, at: float, done: int,
-                  where: Callable) -> bool:
-    """Whether, after iteration ``done`` at ``at`` training seconds, another iteration and the run's
-    final evaluation and checkpoint fit in the budget (periodic work due at ``done`` and compiling
-    a new stage counted)."""
-    if clock.seconds <= 0:
-        return True
-    at += clock.work_due(stage, done)
-    compiles = where(at, done, stage)[1] != index
-    return clock.another_fits(at, bool(int(stage.eval.every)), compiles)
+def _resume_or_start(config: ConfigDict, program: TrainProgram, ckpts: checkpoint.Checkpoints, workdir: Path,
+                     say: Callable[[str], None]) -> tuple:
+    """``(state, key, meta)``: the workdir's last checkpoint and its meta, or a fresh state and ``{}``
+    (a fresh workdir gets the run's ``config.json``)."""
+    state, key = program.start(int(config.seed))  # placed on the mesh: the restore's targets too
+    if ckpts.latest_step() is None:
+        if jax.process_index() == 0:
+            workdir.mkdir(parents=True, exist_ok=True)
+            (workdir / "config.json").write_text(config.to_json_best_effort(indent=2))
+        return state, key, {}
+    _check_clock(ckpts, program.clock, workdir)
+    state, key, meta = ckpts.restore(state, key, program.meta())
+    resumed = float(meta.get("elapsed_s", 0.0))
+    say(f"resumed {workdir} at iteration {int(state.iteration)} ({format_duration(resumed)} trained)")
+    return state, key, meta
+
+
+def _banner(workdir: Path, program: TrainProgram) -> str:
+    processes = f", {jax.process_count()} processes" if jax.process_count() > 1 else ""
+    return (f"training {workdir}: {program.game.size}x{program.game.size}, {jax.device_count()} device(s)"
+            f"{processes}, {program.lanes} lane(s), network {program.network}, schedules by {program.clock}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Step:
+    """Stage ``index``'s compiled iteration."""
+
+    index: int
+    iteration: CompiledIteration
+
+
+def _compile(program: TrainProgram, index: int, state, key: jax.Array, clock: RunClock,
+             say: Callable[[str], None]) -> tuple[_Step, float]:
+    """Stage ``index``'s iteration compiled, and the seconds it took (the clock records them)."""
+    t0 = clock.now()
+    step = _Step(index, program.compile(index, state, key))
+    seconds = clock.record_compile(clock.now() - t0)
+    say(f"compiled stage {index} (from {program.stage_label(index)}, "
+        f"{int(program.stage_configs[index].search.num_simulations)} simulations) in {seconds:.1f}s")
+    return step, seconds
+
+
+def _iterate(step: _Step, state, key: jax.Array, schedule: tuple, clock: RunClock) -> tuple:
+    """``(state, metrics, seconds)``: one run of the compiled iteration, its scalar metrics fetched."""
+    t0 = clock.now()
+    state, metrics = step.iteration(state, key, *schedule)
+    metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+    return state, metrics, clock.now() - t0
+
+
+class CheckpointWriter:
+    """The run's checkpoints: each with its meta (the clock's, the evaluations so far, the best
+    score), the best-scoring network apart, and the last iteration saved (a stop saves it once)."""
+
+    def __init__(self, ckpts: checkpoint.Checkpoints, workdir: Path, config: ConfigDict, program: TrainProgram,
+                 clock: RunClock, meta: dict, start: int, on_checkpoint: CheckpointHook | None):
+        self.ckpts, self.workdir, self.clock, self.on_checkpoint = ckpts, workdir, clock, on_checkpoint
+        self.expect = program.meta()
+        self.config = json.loads(config.to_json_best_effort())
+        self.evaluations: list[dict] = list(meta.get("evaluation", []))
+        self.best: float | None = meta.get("best_score")
+        self.last_saved: int | None = start if ckpts.latest_step() == start else None
+        self.timed = False  # the first save of a session is waited for and timed
+
+    def save(self, iteration: int, state, key: jax.Array, stage: ConfigDict, final: bool = False) -> None:
+        """Checkpoint after ``iteration``; the final one (and every one when a hook waits) is on
+        disk when this returns, and its duration goes to the clock."""
+        t0 = self.clock.now()
+        meta = dict(self.expect, iteration=iteration, evaluation=self.evaluations, best_score=self.best,
+                    **self.clock.to_meta(), config=self.config)
+        self.ckpts.save(iteration, state, key, meta, save_buffer=bool(stage.checkpoint.save_buffer))
+        self.last_saved = iteration
+        self.clock.mark_saved()
+        if final or not self.timed or self.on_checkpoint is not None:
+            self.ckpts.wait()
+            self.clock.record_save(self.clock.now() - t0)
+            self.timed = True
+        if self.on_checkpoint is not None:
+            self.on_checkpoint(iteration)
+
+    def evaluated(self, done: int, scores: dict, score: float | None, state) -> None:
+        """Remember iteration ``done``'s evaluation; a new best ``score`` keeps its network apart."""
+        self.evaluations.append(dict(scores, iteration=done))
+        if score is not None and (self.best is None or score > self.best):
+            self.best = score
+            self.ckpts.save_best(done, {"params": state.params, "batch_stats": state.batch_stats},
+                                 dict(self.expect, iteration=done, score=score, evaluation=scores))
+
+    def interrupted(self, reason: str, iteration: int, total: int, state, key: jax.Array,
+                    stage: ConfigDict) -> TrainingInterrupted:
+        """Checkpoint what is done (unless saved already), wait for it, and say where it is."""
+        if self.last_saved != iteration:
+            self.save(iteration, state, key, stage)
+        self.ckpts.wait()
+        where = self.workdir / checkpoint.LATEST_DIR / str(iteration)
+        return TrainingInterrupted(f"stopped by {reason} after iteration {iteration} of {total}; checkpoint {where} "
+                                   "saved; run the same command again to resume", iteration, reason)
 
 
 def _check_clock(ckpts: checkpoint.Checkpoints, clock: str, workdir: Path) -> None:
@@ -318,12 +321,6 @@ def _agreed_stop(received: str | None, iteration: int, multi: bool) -> str | Non
     return "a signal to one of the processes" if flags.any() else None
 
 
-def _from_process_zero(*flags: bool) -> tuple[bool, ...]:
-    """Process 0's values of ``flags`` on every process (decisions taken by one clock)."""
-    values = multihost_utils.broadcast_one_to_all(np.asarray(flags, np.int32))
-    return tuple(bool(v) for v in np.asarray(values))
-
-
 def initialize_distributed(settings: ConfigDict) -> None:
     """``jax.distributed.initialize`` from ``config.distributed`` or the environment, when asked for.
 
@@ -356,17 +353,25 @@ def _best_score(record: dict, metric: str) -> float | None:
     return float(np.mean(list(scores.values()))) if metric == "mean" else scores.get(f"eval/{metric}")
 
 
-def _evaluate(stage: ConfigDict, program: TrainProgram, state, evaluator: Evaluator, key: jax.Array) -> dict:
-    """The evaluator's scores; it gets host copies (matches run on one device of each process)."""
+def _evaluate(stage: ConfigDict, program: TrainProgram, state, evaluator: Evaluator, key: jax.Array,
+              clock: RunClock) -> dict:
+    """The evaluator's scores (timed by the clock); it gets host copies (matches run on one device
+    of each process)."""
+    t0 = clock.now()
     variables, key = program.placement.host(({"params": state.params, "batch_stats": state.batch_stats}, key))
-    return {k: float(v) for k, v in evaluator(stage, program, variables, key).items()}
+    scores = {k: float(v) for k, v in evaluator(stage, program, variables, key).items()}
+    clock.record_evaluation(clock.now() - t0)
+    return scores
 
 
-def _gate(stage: ConfigDict, program: TrainProgram, state, gate: Gate, key: jax.Array):
-    """Promote the latest network to self-play actor if it beats the champion often enough."""
+def _gate(stage: ConfigDict, program: TrainProgram, state, gate: Gate, key: jax.Array, clock: RunClock):
+    """Promote the latest network to self-play actor if it beats the champion often enough (timed
+    by the clock); returns the state and the challenger's score."""
+    t0 = clock.now()
     latest = {"params": state.params, "batch_stats": state.batch_stats}
     challenger, champion, key = program.placement.host((latest, state.actor, key))
     score = float(gate(stage, program, challenger, champion, key))
     if score >= float(stage.gating.threshold):
         state = state._replace(actor=jax.tree.map(lambda x: x.copy(), latest))
+    clock.record_gate(clock.now() - t0)
     return state, score

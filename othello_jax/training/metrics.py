@@ -66,6 +66,17 @@ def read_records(path: str | Path) -> list[dict]:
     return records
 
 
+def iteration_record(metrics: dict, done: int, seconds: float, compile_s: float, stage,
+                     network_evaluations: int) -> dict:
+    """The metrics record of iteration ``done`` (1-based): the compiled iteration's scalar
+    ``metrics``, its duration and throughput, and the search budget of ``stage``."""
+    return dict(metrics, iteration=done, iteration_s=seconds, compile_s=compile_s,
+                positions_per_s=metrics["positions"] / seconds,
+                games_per_s=float(stage.selfplay.num_games) / seconds,
+                evaluations_per_s=network_evaluations / seconds,
+                simulations=int(stage.search.num_simulations))
+
+
 def format_duration(seconds: float) -> str:
     seconds = max(0, int(round(seconds)))
     hours, rest = divmod(seconds, 3600)
