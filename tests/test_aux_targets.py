@@ -222,7 +222,8 @@ def test_all_options_off_trains_bit_identically_to_the_code_before_them(monkeypa
 
 
 def test_bad_settings_are_one_line_errors():
-    from othello_jax.training.config import check_config, default_config
+    from othello_jax.training.config import default_config
+    from othello_jax.training.settings import check_config
 
     config = default_config()
     config.network.value_head = "pdf"
