@@ -9,8 +9,8 @@ import pytest
 
 from othello_jax.game import Othello
 from othello_jax.training import iteration as train
-from othello_jax.training.settings import network_config, resolve
 from othello_jax.training.program import make_train
+from othello_jax.training.settings import network_config, resolve
 from othello_jax.training.sgd import loss_fn
 from tests.synthetic_samples import learnable_samples, synthetic_config, synthetic_program
 

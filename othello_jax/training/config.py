@@ -1,7 +1,9 @@
-"""Training-run configuration: defaults, validation with one-line errors, and schedule stages.
+"""Training-run configuration: the defaults (the only place they live) and schedule stages.
 
 A run is described by one ``ml_collections.ConfigDict`` (see ``default_config``); the files in
-``experiments/configs/`` start from it and change what they need. Settings that fix compiled
+``experiments/configs/`` start from it and change what they need. ``make_train`` resolves it
+once, with every stage, into typed records checked with one-line errors
+(:mod:`othello_jax.training.settings`); code below it reads their fields. Settings that fix compiled
 shapes (simulations per move, temperature moves, ...) change over training through *stages*::
 
     config.stages = "20: search.num_simulations=32; 50: search.num_simulations=64"

@@ -9,7 +9,8 @@
 
 Everything that depends on the config is decided here and nowhere else: the board, the
 network, the replay geometry (lanes, rows per lane, generation ring), the stages with each
-stage's full config, each stage's optimizer and self-play. A stage may change only what the
+stage's settings (:func:`~othello_jax.training.settings.resolve_stages`: typed records, checked
+once), each stage's optimizer and self-play. A stage may change only what the
 compiled state can absorb (see ``config.CHANGEABLE_IN_STAGES``); the optimizer of every stage
 must have the same state layout as the first, so its moments carry over. With the minutes
 clock (``config.schedule_clock``) every optimizer is built with a unit rate and the compiled

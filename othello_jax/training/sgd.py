@@ -63,7 +63,7 @@ def loss_fn(params, batch_stats, net: AlphaZeroNet, game: Othello, batch: Sample
         **value_metrics,
         **aux_metrics,
     }
-    return loss, (updates.get("batch_stats", batch_stats), metrics)
+    return loss, (updates["batch_stats"], metrics)
 
 
 def make_sgd_step(net: AlphaZeroNet, game: Othello, optimizer: optax.GradientTransformation,

@@ -155,7 +155,7 @@ def check_config(config: ConfigDict) -> SupervisedSettings:
 def save_network(ckpts: checkpoint.Checkpoints, step: int, variables: dict, meta: dict) -> None:
     """Save the network as ``WORKDIR/checkpoints/<step>`` (variables + meta, no training state),
     readable by :func:`othello_jax.checkpoint.load_agent_variables` like a self-play checkpoint."""
-    meta = dict(meta, format_version=checkpoint.format_version(meta.get("network")), step=int(step),
+    meta = dict(meta, format_version=checkpoint.format_version(meta["network"]), step=int(step),
                 buffer_saved=False)
     ckpts.latest.save(int(step), args=ocp.args.Composite(
         variables=ocp.args.StandardSave(variables), meta=ocp.args.JsonSave(meta)), force=True)
