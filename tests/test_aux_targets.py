@@ -243,7 +243,8 @@ def test_with_every_option_off_training_adds_nothing():
 
 
 def test_bad_settings_are_one_line_errors():
-    from othello_jax.training.config import check_config, default_config
+    from othello_jax.training.config import default_config
+    from othello_jax.training.settings import check_config
 
     config = default_config()
     config.network.value_head = "pdf"

@@ -14,7 +14,7 @@ from othello_jax import checkpoint
 from othello_jax.checkpoint import CheckpointError
 from othello_jax.game import Othello
 from othello_jax.training import iteration as train
-from othello_jax.training.config import network_config
+from othello_jax.training.settings import network_config
 from tests.synthetic_samples import synthetic_config, synthetic_program
 
 GAME = Othello(6)

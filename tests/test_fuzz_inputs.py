@@ -48,7 +48,8 @@ from othello_jax.game import (
     square_name,
 )
 from othello_jax.interface.gtp_server import GtpEngine, serve
-from othello_jax.training.config import changeable_in_stages, check_config, default_config, parse_stages
+from othello_jax.training.config import changeable_in_stages, default_config, parse_stages
+from othello_jax.training.settings import check_config
 
 PACKAGE = Path(othello_jax.__file__).resolve().parent
 REPO = PACKAGE.parent

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from othello_jax.training import config as train_config
+from othello_jax.training.settings import check_config, resolve_stages
 from tests.conftest import tiny_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -112,11 +113,10 @@ def test_every_minutes_is_validated_and_may_change_in_a_stage():
     assert train_config.default_config().checkpoint.every_minutes > 0
     config.checkpoint.every_minutes = -1.0
     with pytest.raises(ValueError, match="checkpoint.every_minutes must be >= 0"):
-        train_config.check_config(config)
+        check_config(config)
     config = tiny_config(stages="2: checkpoint.every_minutes=0.5")
-    train_config.check_config(config)
-    stages = train_config.parse_stages(config.stages, config)
-    assert train_config.stage_config(config, stages, 1).checkpoint.every_minutes == 0.5
+    _, (base, stage) = resolve_stages(config)
+    assert base.checkpoint.every_minutes > 0 and stage.checkpoint.every_minutes == 0.5
 
 
 def test_quickstart_stops_on_status_75_without_evaluating(tmp_path):

@@ -87,8 +87,9 @@ def test_training_steps_fit_a_small_set(data):
     rows = expert.to_device(expert.take(data.train, slice(0, 128)))
     net = make_network(8, NetworkConfig.preset("tiny"))
     variables = init_variables(net, jax.random.PRNGKey(0), 8)
-    optimizer = make_optimizer(config.optimizer)
-    chunk = supervised.make_train_chunk(net, optimizer, config)
+    settings = supervised.resolve(config)
+    optimizer = make_optimizer(settings.optimizer)
+    chunk = supervised.make_train_chunk(net, optimizer, settings)
     params, stats, opt_state = variables["params"], variables["batch_stats"], optimizer.init(variables["params"])
     losses = []
     for i in range(40):

@@ -9,7 +9,7 @@ loaded the test machine is. Compiled iterations are shared between runs of the s
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 import signal
 import types
@@ -19,10 +19,11 @@ import pytest
 
 from othello_jax.training import loop
 from othello_jax.training.clock import MARGIN
-from othello_jax.training.config import check_config, parse_stages, stage_unit
+from othello_jax.training.config import parse_stages, stage_unit
 from othello_jax.training.iteration import make_mesh
 from othello_jax.training.metrics import read_records
 from othello_jax.training.program import TrainProgram
+from othello_jax.training.settings import check_config
 from tests.synthetic_samples import synthetic_config, synthetic_program
 
 BUDGET_MINUTES = 0.5  # 30 simulated seconds
@@ -55,9 +56,7 @@ _EXECUTABLES: dict = {}  # stage config -> compiled iteration, shared by the run
 def compiled_iteration(program: TrainProgram, index: int, state, key):
     """``program.compile``, once per config: the synthetic self-play ignores the search settings, so
     stages that change only them share one executable."""
-    settings = program.stage_configs[index].to_dict()
-    settings.pop("search"), settings.pop("stages")
-    cache_key = json.dumps(settings, sort_keys=True, default=str)
+    cache_key = repr(dataclasses.replace(program.stage_configs[index], search=None))
     if cache_key not in _EXECUTABLES:
         _EXECUTABLES[cache_key] = REAL_COMPILE(program, index, state, key)
     return _EXECUTABLES[cache_key]

@@ -9,8 +9,8 @@ import pytest
 
 from othello_jax.game import Othello
 from othello_jax.training import iteration as train
-from othello_jax.training.config import max_window, network_config, optimizer_config
 from othello_jax.training.program import make_train
+from othello_jax.training.settings import network_config, resolve
 from othello_jax.training.sgd import loss_fn
 from tests.conftest import tiny_config
 from tests.synthetic_samples import learnable_samples, synthetic_config, synthetic_program
@@ -93,13 +93,15 @@ def test_loss_combines_its_terms():
 
 
 def test_replay_window_schedule():
-    config = synthetic_config().replay
-    config.update(window_start=2, window_max=5, window_grow_every=3)
-    got = [int(train.replay_window(config, jnp.int32(i))) for i in (0, 2, 3, 8, 9, 100)]
+    config = synthetic_config()
+    config.replay.update(window_start=2, window_max=5, window_grow_every=3)
+    replay = resolve(config).replay
+    got = [int(train.replay_window(replay, jnp.int32(i))) for i in (0, 2, 3, 8, 9, 100)]
     assert got == [2, 2, 3, 4, 5, 5]
-    assert max_window(config) == 5
-    config.window_grow_every = 0
-    assert int(train.replay_window(config, jnp.int32(50))) == 2 and max_window(config) == 2
+    assert replay.max_window == 5
+    config.replay.window_grow_every = 0
+    replay = resolve(config).replay
+    assert int(train.replay_window(replay, jnp.int32(50))) == 2 and replay.max_window == 2
 
 
 def test_cosine_schedule_spans_the_run_when_total_steps_is_zero():
@@ -108,12 +110,12 @@ def test_cosine_schedule_spans_the_run_when_total_steps_is_zero():
     config = synthetic_config()
     config.iterations, config.train.steps_per_iteration = 30, 4
     config.optimizer.update(schedule="cosine", learning_rate=1.0, warmup_steps=0, total_steps=0, end_scale=0.1)
-    resolved = optimizer_config(config)
+    resolved = resolve(config).optimizer
     assert resolved.total_steps == 120 and config.optimizer.total_steps == 0  # the run's config is untouched
     schedule = learning_rate_schedule(resolved)
     assert float(schedule(60)) == pytest.approx(0.55) and float(schedule(120)) == pytest.approx(0.1)
     config.optimizer.total_steps = 50  # an explicit length wins
-    assert optimizer_config(config).total_steps == 50
+    assert resolve(config).optimizer.total_steps == 50
 
 
 @pytest.mark.parametrize("total", [1, 2, 20])
@@ -124,11 +126,12 @@ def test_a_run_shorter_than_its_warmup_warms_up_over_its_length(total):
 
     config = synthetic_config()
     config.optimizer.update(schedule="cosine", learning_rate=1.0, warmup_steps=20, total_steps=total, end_scale=0.1)
-    schedule = learning_rate_schedule(config.optimizer)
+    optimizer = resolve(config).optimizer
+    schedule = learning_rate_schedule(optimizer)
     rates = [float(schedule(step)) for step in range(total + 1)]
     assert rates[-1] == pytest.approx(0.1)  # the run ends at its end value
     assert max(rates) == pytest.approx(1.0) and rates[:-1] == sorted(rates[:-1])  # a ramp up to the peak
-    assert float(position_schedule(config.optimizer)(1.0)) == pytest.approx(0.1)
+    assert float(position_schedule(optimizer)(1.0)) == pytest.approx(0.1)
 
 
 def test_bad_geometry_is_reported():
@@ -299,7 +302,7 @@ def test_learning_rate_stage_changes_the_size_of_parameter_updates():
 
 
 def test_stage_settings_that_shape_the_state_are_refused_before_training():
-    from othello_jax.training.config import check_config
+    from othello_jax.training.settings import check_config
 
     config = tiny_config()
     for stages, fragment in [("2: network.blocks=3", "network.blocks"), ("2: replay.capacity=64", "replay.capacity"),
@@ -349,14 +352,15 @@ def test_stages_reach_search_gating_and_checkpoints_in_the_loop(tmp_path):
 
 def test_periodic_evaluation_can_score_the_perfect_play_test_set():
     from othello_jax.training import arena_hooks
-    from othello_jax.training.config import check_config
+    from othello_jax.training.settings import check_config
 
     config = synthetic_config()  # 6x6, tiny network
     config.eval.update(every=1, games=2, opponents="random", num_simulations=2, testset=True)
     program = make_train(config, train.make_mesh(1))
     state = program.init_state(jax.random.PRNGKey(0))
     variables = {"params": state.params, "batch_stats": state.batch_stats}
-    scores = arena_hooks.evaluate_against_baselines(config, program, variables, jax.random.PRNGKey(1))
+    scores = arena_hooks.evaluate_against_baselines(program.stage_configs[0], program, variables,
+                                                    jax.random.PRNGKey(1))
     assert 0.0 <= scores["testset/optimal"] <= 1.0 and scores["testset/disc_loss"] >= 0.0
     assert scores["testset/disc_loss"] > 0.5  # an untrained network loses discs on 500 positions
     config.board_size = 8

@@ -28,10 +28,12 @@ def get_config(variant: str = "") -> ConfigDict:
     c.steps_per_call = 100  # gradient steps per compiled call (one lax.scan)
     c.unroll = False  # unroll that scan: needed on CPU, where a rolled loop around convolutions is ~30x slower
     c.augment = True  # a random dihedral symmetry per example
-    c.loss = ConfigDict(dict(value_weight=0.5, l2=0.0, entropy_bonus=0.0))
+    # the supervised network has no score/ownership heads: their weights are 0
+    c.loss = ConfigDict(dict(value_weight=0.5, l2=0.0, entropy_bonus=0.0, score_weight=0.0, ownership_weight=0.0))
+    # boundaries/scales: the "steps" schedule's, in gradient steps (unused by "cosine")
     c.optimizer = ConfigDict(dict(
-        name="adamw", learning_rate=2e-3, weight_decay=1e-4, grad_clip=1.0, momentum=0.9,
-        schedule="cosine", warmup_steps=500, total_steps=c.total_steps, end_scale=0.02))
+        name="adamw", learning_rate=2e-3, weight_decay=1e-4, grad_clip=1.0, momentum=0.9, nesterov=False,
+        schedule="cosine", boundaries=(), scales=(), warmup_steps=500, total_steps=c.total_steps, end_scale=0.02))
     c.log_every = 500
     c.eval_every = 2_000  # steps between test-accuracy checks (0 = only at the end)
     c.eval_positions = 20_000  # random held-out rows per check (0 = all ~470k)

@@ -113,11 +113,9 @@ def host_devices(config, workdir: str | Path, cores: int, environ: Mapping[str, 
     the count, or for multi-process runs. The count matters only where JAX runs on the CPU.
     """
     flags = environ.get("XLA_FLAGS", "")
-    distributed = config.get("distributed")
+    distributed = config.distributed  # read before the settings are resolved: JAX must not start yet
     if (environ.get("JAX_NUM_CPU_DEVICES") or "xla_force_host_platform_device_count" in flags
-            or environ.get("JAX_COORDINATOR_ADDRESS")
-            or (isinstance(distributed, Mapping) and (distributed.get("enabled") or
-                                                      distributed.get("coordinator_address")))):
+            or environ.get("JAX_COORDINATOR_ADDRESS") or distributed.enabled or distributed.coordinator_address):
         return None
     saved = checkpoint_lanes(workdir)
     lanes = int(config.replay.lanes) or saved or 0

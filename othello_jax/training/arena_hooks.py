@@ -7,13 +7,13 @@ network with search but without exploration noise (``agents.neural_agent``).
 from __future__ import annotations
 
 import jax
-from ml_collections import ConfigDict
 
 from othello_jax import agents
 from othello_jax.evaluation import arena
 from othello_jax.evaluation.testset import score_agent
 from othello_jax.solver.testset import load as load_testset
 from othello_jax.training.program import TrainProgram
+from othello_jax.training.settings import RunSettings
 
 
 def opponent_specs(text: str) -> list[str]:
@@ -21,7 +21,7 @@ def opponent_specs(text: str) -> list[str]:
     return str(text).split()
 
 
-def network_player(config: ConfigDict, program: TrainProgram, variables: dict, sims: int, name: str) -> agents.Agent:
+def network_player(config: RunSettings, program: TrainProgram, variables: dict, sims: int, name: str) -> agents.Agent:
     """The network with ``sims`` simulations of the run's search variant (0: raw policy).
 
     Built with :func:`agents.network_agent`, so every evaluation of a run reuses the compiled
@@ -32,7 +32,7 @@ def network_player(config: ConfigDict, program: TrainProgram, variables: dict, s
                                 search=str(config.search.variant), name=name)
 
 
-def evaluate_against_baselines(config: ConfigDict, program: TrainProgram, variables: dict, key: jax.Array) -> dict:
+def evaluate_against_baselines(config: RunSettings, program: TrainProgram, variables: dict, key: jax.Array) -> dict:
     """``{"eval/<spec>": score}`` of the network against each opponent in ``config.eval.opponents``.
 
     Score = (wins + draws / 2) / games over ``config.eval.games`` games per opponent.
@@ -46,7 +46,7 @@ def evaluate_against_baselines(config: ConfigDict, program: TrainProgram, variab
         opponent = agents.parse_agent(spec, program.game)
         result = arena.play_match(program.game, player, opponent, lines, jax.random.fold_in(play_key, i))
         scores[f"eval/{spec}"] = result.summary().score
-    if config.eval.get("testset", False):
+    if config.eval.testset:
         scores.update(testset_score(player, jax.random.fold_in(key, 99)))
     return scores
 
@@ -58,7 +58,7 @@ def testset_score(player: agents.Agent, key: jax.Array) -> dict:
     return {"testset/optimal": float(report.total.optimal), "testset/disc_loss": float(report.total.disc_loss)}
 
 
-def gate_against_champion(config: ConfigDict, program: TrainProgram, challenger: dict, champion: dict,
+def gate_against_champion(config: RunSettings, program: TrainProgram, challenger: dict, champion: dict,
                           key: jax.Array) -> float:
     """The latest network's score against the current self-play network (AlphaGo Zero gating)."""
     sims = int(config.gating.num_simulations) or int(config.search.num_simulations)

@@ -1,7 +1,9 @@
-"""Training-run configuration: defaults, validation with one-line errors, and schedule stages.
+"""Training-run configuration: the defaults (the only place they live) and schedule stages.
 
 A run is described by one ``ml_collections.ConfigDict`` (see ``default_config``); the files in
-``experiments/configs/`` start from it and change what they need. Settings that fix compiled
+``experiments/configs/`` start from it and change what they need. ``make_train`` resolves it
+once, with every stage, into typed records checked with one-line errors
+(:mod:`othello_jax.training.settings`); code below it reads their fields. Settings that fix compiled
 shapes (simulations per move, temperature moves, ...) change over training through *stages*::
 
     config.stages = "20: search.num_simulations=32; 50: search.num_simulations=64"
@@ -43,17 +45,12 @@ and checkpoint also fit inside ``max_minutes``.
 
 from __future__ import annotations
 
-import dataclasses
-
 import ml_collections
 from ml_collections import ConfigDict
 
-from othello_jax import agents, search
+from othello_jax import search
 from othello_jax.errors import InputError
-from othello_jax.game import SIZES, Othello
-from othello_jax.model import NetworkConfig
 from othello_jax.training import selfplay
-from othello_jax.training.selfplay import need as _need
 
 
 def default_config() -> ConfigDict:
@@ -109,61 +106,6 @@ def default_config() -> ConfigDict:
     # every `every` iterations, and also when `every_minutes` have passed since the last one (0 = off)
     c.checkpoint = ConfigDict(dict(every=5, every_minutes=10.0, keep=3, save_buffer=True))
     return c
-
-
-def check_config(config: ConfigDict) -> None:
-    """Raise ``InputError`` with a one-line message naming the first impossible setting.
-
-    The base config and the config of every stage are checked, so a bad stage fails before
-    anything is trained.
-    """
-    clock = str(config.get("schedule_clock", "iterations"))
-    _need(clock in CLOCKS, f"schedule_clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
-    _need(clock != "minutes" or float(config.max_minutes) > 0,
-          "schedule_clock='minutes' needs max_minutes > 0 (the schedules run over that budget)")
-    stages = parse_stages(config.stages, config)
-    unit = stage_unit(config.stages)
-    for index, (start, _) in enumerate(stages):
-        try:
-            _check_values(stage_config(config, stages, index))
-        except InputError as error:
-            where = f" (in the stage from {stage_label(start, unit)})" if index else ""
-            raise InputError(f"{error}{where}") from None
-
-
-def _check_values(config: ConfigDict) -> None:
-    _need(int(config.board_size) in SIZES, f"board_size must be one of {SIZES}, got {config.board_size}")
-    _need(int(config.iterations) >= 1, f"iterations must be >= 1, got {config.iterations}")
-    _need(float(config.max_minutes) >= 0, "max_minutes must be >= 0")
-    _need(int(config.train.batch_size) >= 1, f"train.batch_size must be >= 1, got {config.train.batch_size}")
-    _need(int(config.train.steps_per_iteration) >= 1, "train.steps_per_iteration must be >= 1")
-    _need(int(config.replay.capacity) >= 1, "replay.capacity must be >= 1")
-    _need(int(config.replay.window_start) >= 1, "replay.window_start must be >= 1")
-    _need(int(config.replay.window_max) >= int(config.replay.window_start),
-          "replay.window_max must be >= replay.window_start")
-    _need(int(config.checkpoint.every) >= 1, "checkpoint.every must be >= 1")
-    _need(float(config.checkpoint.every_minutes) >= 0, "checkpoint.every_minutes must be >= 0 (0 = off)")
-    _need(int(config.checkpoint.keep) >= 1, "checkpoint.keep must be >= 1")
-    _need(int(config.distributed.num_processes) >= 0, "distributed.num_processes must be >= 0 (0 = from the env)")
-    _need(int(config.distributed.process_id) >= -1, "distributed.process_id must be >= 0 (-1 = from the env)")
-    _need(int(config.eval.every) >= 0, "eval.every must be >= 0 (0 = never)")
-    _need(0.0 < float(config.gating.threshold) <= 1.0, "gating.threshold must be in (0, 1]")
-    _need(not config.gating.enabled or int(config.gating.every) >= 1, "gating.every must be >= 1")
-    _need(int(config.eval.games) >= 2 and int(config.eval.games) % 2 == 0,
-          "eval.games must be even and >= 2 (each opening is played with both colours)")
-    _need(not config.gating.enabled or (int(config.gating.games) >= 2 and int(config.gating.games) % 2 == 0),
-          "gating.games must be even and >= 2")
-    for name in ("score_weight", "ownership_weight"):
-        _need(float(config.loss.get(name, 0.0)) >= 0, f"loss.{name} must be >= 0, got {config.loss.get(name)}")
-    network_config(config)  # unknown preset or value head -> InputError
-    search.check_search_config(config.search)
-    selfplay.check_selfplay_config(config.selfplay, config.search)
-    if int(config.eval.every):
-        game = Othello(int(config.board_size))
-        for spec in str(config.eval.opponents).split():
-            agents.parse_agent(spec, game)  # AgentSpecError (an InputError) names a bad spec
-    _need(not config.eval.get("testset", False) or int(config.board_size) == 6,
-          f"eval.testset needs board_size 6 (the perfect-play test set is 6x6), got {config.board_size}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -307,32 +249,3 @@ def stage_config(config: ConfigDict, stages: list[Stage], index: int) -> ConfigD
             except InputError as error:
                 raise InputError(f"stage setting {key}={value}: {error}") from None
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# resolved settings
-# ---------------------------------------------------------------------------------------------
-def network_config(config: ConfigDict) -> NetworkConfig:
-    """``config.network``: ``preset`` (tiny/small/standard/large) overridden by ``blocks``/``channels``/... if > 0."""
-    net = config.network
-    base = NetworkConfig.preset(net.preset) if net.get("preset") else NetworkConfig()
-    overrides = {f.name: net[f.name] for f in dataclasses.fields(NetworkConfig)
-                 if f.name in net and net[f.name] not in (0, None, "")}
-    return dataclasses.replace(base, **overrides)
-
-
-def optimizer_config(config: ConfigDict) -> ConfigDict:
-    """``config.optimizer`` with ``total_steps`` 0 resolved to ``iterations * steps_per_iteration``.
-
-    So a cosine schedule spans the whole run however ``--config.iterations`` is overridden.
-    """
-    out = ConfigDict(config.optimizer.to_dict())
-    if int(out.get("total_steps", 0)) <= 0 and config.get("iterations") is not None:
-        out.total_steps = int(config.iterations) * int(config.train.steps_per_iteration)
-    return out
-
-
-def max_window(replay_config: ConfigDict) -> int:
-    """The largest window the schedule can reach (static: sizes the buffer's generation ring)."""
-    grow = int(replay_config.get("window_grow_every", 0))
-    return int(replay_config.window_max) if grow > 0 else int(replay_config.window_start)

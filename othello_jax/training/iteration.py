@@ -24,16 +24,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jax.sharding import Mesh, PartitionSpec
-from ml_collections import ConfigDict
 
 from othello_jax.errors import InputError
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, init_variables
 from othello_jax.training import replay
-from othello_jax.training.config import optimizer_config
 from othello_jax.training.optimizers import learning_rate_schedule, position_schedule, scale_updates
 from othello_jax.training.placement import AXIS, Placement
 from othello_jax.training.samples import Samples, flatten
+from othello_jax.training.settings import ReplaySettings, RunSettings, TrainSettings
 from othello_jax.training.sgd import make_sgd_step
 
 # self-play statistics that are counts (summed over lanes); the others are averaged
@@ -88,9 +87,9 @@ def make_mesh(num_devices: int = 0) -> Mesh:
     return Mesh(np.asarray(devices), (AXIS,))
 
 
-def num_lanes(config: ConfigDict, mesh: Mesh) -> int:
-    """Replay/self-play lanes: ``config.replay.lanes`` or one per device; a multiple of the device count."""
-    lanes = int(config.replay.get("lanes", 0)) or mesh.size
+def num_lanes(replay_settings: ReplaySettings, mesh: Mesh) -> int:
+    """Replay/self-play lanes: ``replay.lanes`` or one per device; a multiple of the device count."""
+    lanes = replay_settings.lanes or mesh.size
     if lanes % mesh.size:
         raise InputError(f"replay.lanes={lanes} must be a multiple of the {mesh.size} devices")
     return lanes
@@ -107,7 +106,7 @@ def init_train_state(game: Othello, net: AlphaZeroNet, optimizer: optax.Gradient
 
     def build(k):
         variables = init_variables(net, k, game.size)
-        params, batch_stats = variables["params"], variables.get("batch_stats", {})
+        params, batch_stats = variables["params"], variables["batch_stats"]
         return TrainState(
             params=params,
             batch_stats=batch_stats,
@@ -123,7 +122,7 @@ def init_train_state(game: Othello, net: AlphaZeroNet, optimizer: optax.Gradient
     return jax.jit(build, out_shardings=Placement(mesh).state_shardings(shapes))(key)
 
 
-def unroll_gradient_steps(train_config: ConfigDict) -> bool:
+def unroll_gradient_steps(train_settings: TrainSettings) -> bool:
     """Whether to unroll the loop of gradient steps: ``train.unroll`` "auto" (on CPU), "yes" or "no".
 
     On the CPU backend, convolution gradients inside an XLA while loop run about 20x slower than
@@ -131,20 +130,17 @@ def unroll_gradient_steps(train_config: ConfigDict) -> bool:
     there, at the cost of compile time growing with ``steps_per_iteration``. Accelerators keep
     the compact loop.
     """
-    mode = str(train_config.get("unroll", "auto"))
-    if mode not in ("auto", "yes", "no"):
-        raise InputError(f"train.unroll must be auto, yes or no, got {mode!r}")
+    mode = train_settings.unroll  # checked by settings.resolve
     return mode == "yes" or (mode == "auto" and jax.default_backend() == "cpu")
 
 
-def replay_window(replay_config: ConfigDict, iteration: jax.Array) -> jax.Array:
+def replay_window(replay_settings: ReplaySettings, iteration: jax.Array) -> jax.Array:
     """Generations to sample from: ``window_start``, growing by one every ``window_grow_every``
     iterations up to ``window_max`` (with the minutes clock, ``iteration`` is the nominal one)."""
-    start = int(replay_config.window_start)
-    grow = int(replay_config.get("window_grow_every", 0))
+    start, grow = replay_settings.window_start, replay_settings.window_grow_every
     if grow <= 0:
         return jnp.asarray(start, jnp.int32)
-    return jnp.minimum(start + iteration // grow, int(replay_config.window_max)).astype(jnp.int32)
+    return jnp.minimum(start + iteration // grow, replay_settings.window_max).astype(jnp.int32)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,7 +174,7 @@ def lane_selfplay(selfplay_fn: SelfPlayFn, mesh: Mesh):
     return _shard_map(local, mesh, in_specs=(PartitionSpec(), lanes, lanes), out_specs=lanes)
 
 
-def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
+def make_iteration(config: RunSettings, game: Othello, net: AlphaZeroNet,
                    optimizer: optax.GradientTransformation, selfplay_fn: SelfPlayFn, mesh: Mesh,
                    train_state_example: TrainState):
     """Build the jitted ``(train_state, key) -> (train_state, metrics)`` for one schedule stage.
@@ -197,22 +193,19 @@ def make_iteration(config: ConfigDict, game: Othello, net: AlphaZeroNet,
     ``make_optimizer(..., clock="minutes")``. Extra metrics: ``schedule_position`` (the end).
     """
     lanes = train_state_example.buffer.lanes
-    batch_size = int(config.train.batch_size)
+    batch_size = config.train.batch_size
     if batch_size % lanes:
         raise InputError(f"train.batch_size={batch_size} must be a multiple of the {lanes} replay lanes")
     per_lane = batch_size // lanes
-    steps = int(config.train.steps_per_iteration)
-    if steps < 1:
-        raise InputError(f"train.steps_per_iteration must be >= 1, got {steps}")
-    augment = bool(config.replay.augment)
-    dedup = bool(config.replay.average_duplicates)
-    gating = bool(config.gating.enabled)
+    steps = config.train.steps_per_iteration
+    augment, dedup = config.replay.augment, config.replay.average_duplicates
+    gating = config.gating.enabled
     unroll = unroll_gradient_steps(config.train)
-    minutes = str(config.get("schedule_clock", "iterations")) == "minutes"
+    minutes = config.schedule_clock == "minutes"
     sgd_step = make_sgd_step(net, game, optimizer, config.loss)
-    schedule = learning_rate_schedule(optimizer_config(config))
-    rate_at = position_schedule(optimizer_config(config))
-    nominal_iterations = int(config.iterations)
+    schedule = learning_rate_schedule(config.optimizer)
+    rate_at = position_schedule(config.optimizer)
+    nominal_iterations = config.iterations
     play = lane_selfplay(selfplay_fn, mesh)
     batch_sharding = Placement(mesh).lanes
 

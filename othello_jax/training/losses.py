@@ -91,9 +91,9 @@ def auxiliary_losses(extras: dict, batch: Samples, size: int, loss_config) -> tu
         target = score_target(batch.final, size)
         metrics["score_loss"] = weighted_mean(value_mse(extras["score"], target), rows)
         metrics["score_abs_error"] = weighted_mean(jnp.abs(extras["score"] - target) * size * size, rows)
-        total = total + float(loss_config.get("score_weight", 0.0)) * metrics["score_loss"]
+        total = total + float(loss_config.score_weight) * metrics["score_loss"]
     if "ownership" in extras:
         metrics["ownership_loss"] = weighted_mean(ownership_mse(extras["ownership"],
                                                                 ownership_target(batch.final, size)), rows)
-        total = total + float(loss_config.get("ownership_weight", 0.0)) * metrics["ownership_loss"]
+        total = total + float(loss_config.ownership_weight) * metrics["ownership_loss"]
     return total, metrics

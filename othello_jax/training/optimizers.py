@@ -15,17 +15,17 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import optax
-from ml_collections import ConfigDict
 
 from othello_jax.errors import InputError
+from othello_jax.training.settings import OptimizerSettings
 
 
-def learning_rate_schedule(config: ConfigDict) -> optax.Schedule:
+def learning_rate_schedule(config: OptimizerSettings) -> optax.Schedule:
     """``config.schedule``: "constant", "steps" (``boundaries``/``scales``) or "cosine"
     (``warmup_steps``, ``total_steps``). A run shorter than its warmup (a shipped config shortened
     by ``--config.iterations``) warms up over all but its last step instead of being refused."""
     lr = float(config.learning_rate)
-    kind = config.get("schedule", "constant")
+    kind = config.schedule
     if kind == "constant":
         return optax.constant_schedule(lr)
     if kind == "steps":
@@ -34,12 +34,12 @@ def learning_rate_schedule(config: ConfigDict) -> optax.Schedule:
     if kind == "cosine":
         total = max(int(config.total_steps), 1)
         return optax.warmup_cosine_decay_schedule(
-            init_value=0.0, peak_value=lr, warmup_steps=min(int(config.get("warmup_steps", 0)), total - 1),
-            decay_steps=total, end_value=lr * float(config.get("end_scale", 0.01)))
+            init_value=0.0, peak_value=lr, warmup_steps=min(int(config.warmup_steps), total - 1),
+            decay_steps=total, end_value=lr * float(config.end_scale))
     raise InputError(f"unknown learning-rate schedule {kind!r}; choose constant, steps or cosine")
 
 
-def position_schedule(config: ConfigDict) -> Callable[[jax.Array], jax.Array]:
+def position_schedule(config: OptimizerSettings) -> Callable[[jax.Array], jax.Array]:
     """The learning rate at schedule positions in [0, 1] (any shape): the step schedule of
     :func:`learning_rate_schedule` read at step ``position * total_steps``, so warmup, boundaries
     and decay keep their shares of the run. ``config.total_steps`` must be resolved (> 0)."""
@@ -53,7 +53,7 @@ def position_schedule(config: ConfigDict) -> Callable[[jax.Array], jax.Array]:
     return rate
 
 
-def make_optimizer(config: ConfigDict, clock: str = "iterations") -> optax.GradientTransformation:
+def make_optimizer(config: OptimizerSettings, clock: str = "iterations") -> optax.GradientTransformation:
     """``config.name``: "sgd" (``momentum``, ``nesterov``) or "adamw" (``weight_decay``); plus ``grad_clip``.
 
     L2 regularisation of the loss is separate (see ``losses.l2_penalty``); AdamW's decoupled
@@ -63,15 +63,14 @@ def make_optimizer(config: ConfigDict, clock: str = "iterations") -> optax.Gradi
     if clock not in ("iterations", "minutes"):
         raise InputError(f"unknown schedule clock {clock!r}; choose iterations or minutes")
     schedule = learning_rate_schedule(config) if clock == "iterations" else 1.0
-    name = config.get("name", "sgd")
+    name = config.name
     if name == "sgd":
-        opt = optax.sgd(schedule, momentum=float(config.get("momentum", 0.9)),
-                        nesterov=bool(config.get("nesterov", False)))
+        opt = optax.sgd(schedule, momentum=float(config.momentum), nesterov=bool(config.nesterov))
     elif name == "adamw":
-        opt = optax.adamw(schedule, weight_decay=float(config.get("weight_decay", 1e-4)))
+        opt = optax.adamw(schedule, weight_decay=float(config.weight_decay))
     else:
         raise InputError(f"unknown optimizer {name!r}; choose sgd or adamw")
-    clip = config.get("grad_clip", 0.0)
+    clip = config.grad_clip
     return optax.chain(optax.clip_by_global_norm(float(clip)), opt) if clip else opt
 
 

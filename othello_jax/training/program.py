@@ -9,7 +9,8 @@
 
 Everything that depends on the config is decided here and nowhere else: the board, the
 network, the replay geometry (lanes, rows per lane, generation ring), the stages with each
-stage's full config, each stage's optimizer and self-play. A stage may change only what the
+stage's settings (:func:`~othello_jax.training.settings.resolve_stages`: typed records, checked
+once), each stage's optimizer and self-play. A stage may change only what the
 compiled state can absorb (see ``config.CHANGEABLE_IN_STAGES``); the optimizer of every stage
 must have the same state layout as the first, so its moments carry over. With the minutes
 clock (``config.schedule_clock``) every optimizer is built with a unit rate and the compiled
@@ -37,18 +38,7 @@ from othello_jax.errors import InputError
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, NetworkConfig, init_variables, make_network
 from othello_jax.training import selfplay
-from othello_jax.training.config import (
-    Stage,
-    check_config,
-    max_window,
-    network_config,
-    optimizer_config,
-    parse_stages,
-    stage_config,
-    stage_index,
-    stage_label,
-    stage_unit,
-)
+from othello_jax.training.config import Stage, stage_index, stage_label, stage_unit
 from othello_jax.training.iteration import (
     SelfPlayFn,
     TrainState,
@@ -59,6 +49,7 @@ from othello_jax.training.iteration import (
 )
 from othello_jax.training.optimizers import make_optimizer
 from othello_jax.training.placement import Placement
+from othello_jax.training.settings import RunSettings, resolve_stages
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,9 +69,10 @@ class CompiledIteration:
 class TrainProgram:
     """A run's resolved pieces: the loop only asks it for states, stages and compiled iterations.
 
-    stage_configs[i] is the whole config in force from ``stages[i][0]`` on (an iteration,
-    minutes of training or percent of the schedule: ``stage_unit``); ``optimizers[i]`` and
-    ``selfplay_fns[i]`` are built from it. ``clock`` is ``config.schedule_clock``.
+    stage_configs[i] is the :class:`~othello_jax.training.settings.RunSettings` in force from
+    ``stages[i][0]`` on (an iteration, minutes of training or percent of the schedule:
+    ``stage_unit``), with the config's names (``stage.eval.every``, ``stage.search.num_simulations``);
+    ``optimizers[i]`` and ``selfplay_fns[i]`` are built from it. ``clock`` is ``config.schedule_clock``.
     """
 
     config: ConfigDict
@@ -92,7 +84,7 @@ class TrainProgram:
     capacity: int  # replay rows per lane
     max_window: int  # generations the replay ring keeps (the largest window of any stage)
     stages: tuple[Stage, ...]
-    stage_configs: tuple[ConfigDict, ...]
+    stage_configs: tuple[RunSettings, ...]
     optimizers: tuple[optax.GradientTransformation, ...]
     selfplay_fns: tuple[SelfPlayFn, ...]
     resign_init: Any
@@ -169,17 +161,16 @@ def make_train(config: ConfigDict, mesh: Mesh | None = None, *, selfplay_fn: Sel
     ``selfplay_fn`` replaces the search-based self-play in every stage (tests use a synthetic
     one, with its own ``resign_init`` state).
     """
-    check_config(config)
-    mesh = mesh if mesh is not None else make_mesh(int(config.num_devices))
-    game = Othello(int(config.board_size))
-    network = network_config(config)
+    stages, stage_configs = resolve_stages(config)
+    settings = stage_configs[0]
+    mesh = mesh if mesh is not None else make_mesh(settings.num_devices)
+    game = Othello(settings.board_size)
+    network = settings.network
     net = make_network(game.size, network)
-    lanes = num_lanes(config, mesh)
-    stages = tuple(parse_stages(config.stages, config))
-    stage_configs = tuple(stage_config(config, list(stages), i) for i in range(len(stages)))
-    clock = str(config.get("schedule_clock", "iterations"))
+    lanes = num_lanes(settings.replay, mesh)
+    clock = settings.schedule_clock
     unit = stage_unit(config.stages)
-    optimizers = tuple(make_optimizer(optimizer_config(c), clock) for c in stage_configs)
+    optimizers = tuple(make_optimizer(c.optimizer, clock) for c in stage_configs)
     _check_optimizer_states(optimizers, stages, net, game, unit)
     if selfplay_fn is None:
         selfplay_fns = tuple(make_selfplay_fn(c, game, net, lanes) for c in stage_configs)
@@ -188,8 +179,8 @@ def make_train(config: ConfigDict, mesh: Mesh | None = None, *, selfplay_fn: Sel
         selfplay_fns = (selfplay_fn,) * len(stages)
     return TrainProgram(
         config=config, game=game, network=network, net=net, mesh=mesh, lanes=lanes,
-        capacity=-(-int(config.replay.capacity) // lanes),
-        max_window=max(max_window(c.replay) for c in stage_configs),
+        capacity=-(-settings.replay.capacity // lanes),
+        max_window=max(c.replay.max_window for c in stage_configs),
         stages=stages, stage_configs=stage_configs, optimizers=optimizers, selfplay_fns=selfplay_fns,
         resign_init=resign_init, clock=clock, stage_unit=unit)
 

@@ -11,7 +11,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import optax
-from ml_collections import ConfigDict
 
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet
@@ -24,10 +23,11 @@ from othello_jax.training.losses import (
     weighted_mean,
 )
 from othello_jax.training.samples import Samples
+from othello_jax.training.settings import LossSettings
 
 
 def loss_fn(params, batch_stats, net: AlphaZeroNet, game: Othello, batch: Samples,
-            loss_config: ConfigDict) -> tuple[jax.Array, tuple[Any, dict]]:
+            loss_config: LossSettings) -> tuple[jax.Array, tuple[Any, dict]]:
     """value MSE + policy cross-entropy + l2 * |W|^2 - entropy_bonus * H(policy), over a flat batch.
 
     A WDL value head replaces the MSE by its cross-entropy; score and ownership heads add their
@@ -63,11 +63,11 @@ def loss_fn(params, batch_stats, net: AlphaZeroNet, game: Othello, batch: Sample
         **value_metrics,
         **aux_metrics,
     }
-    return loss, (updates.get("batch_stats", batch_stats), metrics)
+    return loss, (updates["batch_stats"], metrics)
 
 
 def make_sgd_step(net: AlphaZeroNet, game: Othello, optimizer: optax.GradientTransformation,
-                  loss_config: ConfigDict):
+                  loss_config: LossSettings):
     """``(params, batch_stats, opt_state, batch) -> (params, batch_stats, opt_state, metrics)``."""
     grad_fn = jax.grad(loss_fn, has_aux=True)
 

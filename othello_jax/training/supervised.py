@@ -12,6 +12,7 @@ reads like a self-play checkpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -26,17 +27,73 @@ from ml_collections import ConfigDict
 
 from othello_jax import checkpoint
 from othello_jax.data import accuracy, expert
-from othello_jax.errors import InputError
 from othello_jax.game import Othello
-from othello_jax.model import AlphaZeroNet, init_variables, make_network
+from othello_jax.model import AlphaZeroNet, NetworkConfig, init_variables, make_network
 from othello_jax.training import replay
-from othello_jax.training.config import network_config
 from othello_jax.training.metrics import MetricsLog
 from othello_jax.training.optimizers import learning_rate_schedule, make_optimizer
 from othello_jax.training.samples import Samples
+from othello_jax.training.settings import (
+    LossSettings,
+    OptimizerSettings,
+    need,
+    network_config,
+    optimizer_settings,
+    read_section,
+)
 from othello_jax.training.sgd import make_sgd_step
 
 GAME = Othello(8)
+
+
+# ---------------------------------------------------------------------------------------------
+# settings: the supervised schema (experiments/configs/supervised.py), resolved once
+# ---------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class DataSettings:
+    """``config.data``: where the expert games are and which years are held out."""
+
+    wthor_dir: str
+    cache_dir: str
+    test_from_year: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SupervisedSettings:
+    """A supervised run's config resolved (field names are the config's; its defaults live in
+    ``experiments/configs/supervised.py``, a schema of its own)."""
+
+    seed: int
+    data: DataSettings
+    network: NetworkConfig
+    batch_size: int
+    total_steps: int
+    steps_per_call: int
+    unroll: bool
+    augment: bool
+    loss: LossSettings
+    optimizer: OptimizerSettings
+    log_every: int
+    eval_every: int
+    eval_positions: int
+    max_minutes: float
+    checkpoint_keep: int
+
+
+def resolve(config: ConfigDict) -> SupervisedSettings:
+    """``config`` as :class:`SupervisedSettings`; a one-line ``InputError`` names the first
+    impossible setting (the data directory is checked by :func:`check_config`)."""
+    data = read_section(DataSettings, config.data, "data")
+    settings = read_section(SupervisedSettings, config, "config", data=data, network=network_config(config),
+                            loss=read_section(LossSettings, config.loss, "loss"),
+                            optimizer=optimizer_settings(config.optimizer))
+    need(settings.batch_size >= 1, f"batch_size must be >= 1, got {settings.batch_size}")
+    need(settings.total_steps >= 1, f"total_steps must be >= 1, got {settings.total_steps}")
+    need(settings.steps_per_call >= 1, f"steps_per_call must be >= 1, got {settings.steps_per_call}")
+    need(settings.eval_every >= 0, "eval_every must be >= 0")
+    need(settings.max_minutes >= 0, "max_minutes must be >= 0")
+    need(1977 < data.test_from_year <= 2100, f"data.test_from_year {data.test_from_year} is not a year after 1977")
+    return settings
 
 
 def expert_samples(rows: expert.ExpertPositions, index: jax.Array, game: Othello = GAME) -> Samples:
@@ -56,7 +113,7 @@ def sample_batch(rows: expert.ExpertPositions, key: jax.Array, batch_size: int, 
     return replay.augment(batch, sym_key, game.size) if augment else batch
 
 
-def make_train_chunk(net: AlphaZeroNet, optimizer: optax.GradientTransformation, config: ConfigDict,
+def make_train_chunk(net: AlphaZeroNet, optimizer: optax.GradientTransformation, config: SupervisedSettings,
                      game: Othello = GAME) -> Callable:
     """Compiled ``(params, batch_stats, opt_state, rows, key) -> (params, batch_stats, opt_state,
     mean metrics)`` running ``config.steps_per_call`` gradient steps.
@@ -66,7 +123,7 @@ def make_train_chunk(net: AlphaZeroNet, optimizer: optax.GradientTransformation,
     network's convolutions runs ~30x slower there. One step per call skips the scan.
     """
     sgd_step = make_sgd_step(net, game, optimizer, config.loss)
-    batch_size, augment, steps = int(config.batch_size), bool(config.augment), int(config.steps_per_call)
+    batch_size, augment, steps = config.batch_size, config.augment, config.steps_per_call
 
     @jax.jit
     def chunk(params, batch_stats, opt_state, rows, key):
@@ -80,37 +137,25 @@ def make_train_chunk(net: AlphaZeroNet, optimizer: optax.GradientTransformation,
         else:
             keys = jax.random.split(key, steps)
             carry, metrics = jax.lax.scan(one, (params, batch_stats, opt_state), keys,
-                                          unroll=bool(config.get("unroll", False)))
+                                          unroll=config.unroll)
             metrics = jax.tree.map(jnp.mean, metrics)
         return (*carry, metrics)
 
     return chunk
 
 
-def check_config(config: ConfigDict) -> None:
-    """Raise ``InputError`` with a one-line message naming the first impossible setting."""
-    checks = [
-        (int(config.batch_size) >= 1, f"batch_size must be >= 1, got {config.batch_size}"),
-        (int(config.total_steps) >= 1, f"total_steps must be >= 1, got {config.total_steps}"),
-        (int(config.steps_per_call) >= 1, f"steps_per_call must be >= 1, got {config.steps_per_call}"),
-        (int(config.eval_every) >= 0, "eval_every must be >= 0"),
-        (float(config.max_minutes) >= 0, "max_minutes must be >= 0"),
-        (1977 < int(config.data.test_from_year) <= 2100,
-         f"data.test_from_year {config.data.test_from_year} is not a year after 1977"),
-    ]
-    for ok, message in checks:
-        if not ok:
-            raise InputError(message)
-    network_config(config)  # unknown preset -> InputError
-    make_optimizer(config.optimizer)  # unknown optimizer or schedule -> InputError
-    if not Path(config.data.wthor_dir).expanduser().is_dir():
-        raise InputError(f"WThor database not found at {config.data.wthor_dir}; set --config.data.wthor_dir")
+def check_config(config: ConfigDict) -> SupervisedSettings:
+    """:func:`resolve`, and the WThor directory must exist; one-line ``InputError`` otherwise."""
+    settings = resolve(config)
+    need(Path(settings.data.wthor_dir).expanduser().is_dir(),
+         f"WThor database not found at {settings.data.wthor_dir}; set --config.data.wthor_dir")
+    return settings
 
 
 def save_network(ckpts: checkpoint.Checkpoints, step: int, variables: dict, meta: dict) -> None:
     """Save the network as ``WORKDIR/checkpoints/<step>`` (variables + meta, no training state),
     readable by :func:`othello_jax.checkpoint.load_agent_variables` like a self-play checkpoint."""
-    meta = dict(meta, format_version=checkpoint.format_version(meta.get("network")), step=int(step),
+    meta = dict(meta, format_version=checkpoint.format_version(meta["network"]), step=int(step),
                 buffer_saved=False)
     ckpts.latest.save(int(step), args=ocp.args.Composite(
         variables=ocp.args.StandardSave(variables), meta=ocp.args.JsonSave(meta)), force=True)
@@ -128,40 +173,40 @@ def _console(record: dict) -> str:
 
 def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], None] = print) -> dict:
     """Train from expert games; return the last evaluation (``{'top1', 'top3', 'by_stage', ...}``)."""
-    check_config(config)
+    settings = check_config(config)
     workdir = Path(workdir).expanduser()
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.time()
 
-    cache = str(Path(config.data.cache_dir).expanduser()) if config.data.cache_dir else None
-    log(f"loading expert data from {config.data.wthor_dir} (cache: {cache or 'off'}) ...")
-    data = expert.load_expert_data(config.data.wthor_dir, int(config.data.test_from_year), cache)
+    cache = str(Path(settings.data.cache_dir).expanduser()) if settings.data.cache_dir else None
+    log(f"loading expert data from {settings.data.wthor_dir} (cache: {cache or 'off'}) ...")
+    data = expert.load_expert_data(settings.data.wthor_dir, settings.data.test_from_year, cache)
     log(data.summary())
     rows = expert.to_device(data.train)
-    eval_rows = accuracy.subsample(data.test, int(config.eval_positions), seed=0)
+    eval_rows = accuracy.subsample(data.test, settings.eval_positions, seed=0)
 
-    net_config = network_config(config)
+    net_config = settings.network
     net = make_network(GAME.size, net_config)
-    key = jax.random.PRNGKey(int(config.seed))
+    key = jax.random.PRNGKey(settings.seed)
     key, init_key = jax.random.split(key)
     variables = init_variables(net, init_key, GAME.size)
     params, batch_stats = variables["params"], variables["batch_stats"]
-    optimizer = make_optimizer(config.optimizer)
+    optimizer = make_optimizer(settings.optimizer)
     opt_state = optimizer.init(params)
-    schedule = learning_rate_schedule(config.optimizer)
-    chunk = make_train_chunk(net, optimizer, config)
+    schedule = learning_rate_schedule(settings.optimizer)
+    chunk = make_train_chunk(net, optimizer, settings)
     policy = accuracy.network_policy(net)
     n_params = sum(x.size for x in jax.tree.leaves(params))
-    log(f"network {net_config} ({n_params:,} parameters); {config.total_steps} steps of {config.batch_size}")
+    log(f"network {net_config} ({n_params:,} parameters); {settings.total_steps} steps of {settings.batch_size}")
 
     metrics_log = MetricsLog(workdir)
-    ckpts = checkpoint.Checkpoints(workdir, keep=int(config.checkpoint_keep), async_save=False)
+    ckpts = checkpoint.Checkpoints(workdir, keep=settings.checkpoint_keep, async_save=False)
     meta = {"kind": "supervised", "board_size": GAME.size, "network": checkpoint.network_meta(net_config),
             "data": data.info, "config": config.to_dict()}
-    steps_per_call = int(config.steps_per_call)
-    total_calls = math.ceil(int(config.total_steps) / steps_per_call)
-    eval_calls = max(int(config.eval_every) // steps_per_call, 1) if int(config.eval_every) else 0
-    log_calls = max(int(config.log_every) // steps_per_call, 1)
+    steps_per_call = settings.steps_per_call
+    total_calls = math.ceil(settings.total_steps / steps_per_call)
+    eval_calls = max(settings.eval_every // steps_per_call, 1) if settings.eval_every else 0
+    log_calls = max(settings.log_every // steps_per_call, 1)
     best, result = -1.0, {}
     tick, seen = time.time(), 0
 
@@ -180,8 +225,8 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
         key, sub = jax.random.split(key)
         params, batch_stats, opt_state, metrics = chunk(params, batch_stats, opt_state, rows, sub)
         step = call * steps_per_call
-        seen += steps_per_call * int(config.batch_size)
-        out_of_time = float(config.max_minutes) and (time.time() - started) / 60 >= float(config.max_minutes)
+        seen += steps_per_call * settings.batch_size
+        out_of_time = settings.max_minutes and (time.time() - started) / 60 >= settings.max_minutes
         last = call == total_calls or out_of_time
         if call % log_calls == 0 or last or (eval_calls and call % eval_calls == 0):
             metrics = jax.tree.map(float, metrics)
@@ -197,7 +242,7 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
             log(_console(record))
         if last:
             if out_of_time:
-                log(f"stopping after {config.max_minutes} minutes (max_minutes)")
+                log(f"stopping after {settings.max_minutes} minutes (max_minutes)")
             break
     ckpts.close()
     log(f"test accuracy on {result['positions']} held-out positions:\n" + accuracy.format_report(result))
