@@ -96,9 +96,9 @@ def score_run(workdir: Path, games: int, sims: int, seed: int) -> dict:
 
     from othello_jax.agents.specs import parse_agent
     from othello_jax.evaluation import arena
-    from othello_jax.evaluation.testset import score_agent
+    from othello_jax.evaluation.perfect_set import score_agent
     from othello_jax.game import Othello
-    from othello_jax.solver.testset import load as load_testset
+    from othello_jax.solver.solved_moves import load as load_testset
 
     game = Othello(6)
     player = parse_agent(f"net:ckpt={workdir},sims={sims}", game)

@@ -16,9 +16,9 @@ Where the user's command already runs as a subprocess elsewhere, it is not repea
 
 Left out, and why:
 
-- `othello-jax bench-selfplay` / `python -m experiments.bench_selfplay`: its `main` runs with these
-  small arguments in tests/test_bench_selfplay.py (in process; 30 s more as a subprocess, and
-  `othello-jax bench-env` and `bench-solver` below run the same dispatch of a benchmark module);
+- `python -m experiments.bench_selfplay`: its `main` runs with these small arguments in
+  tests/test_bench_selfplay.py (in process; 30 s more as a subprocess, and `experiments.bench_env`
+  and `bench_solver` below run the same `python -m` launch of a benchmark module);
 - `othello-jax eval --white=perfect` (README): tests/test_perfect_play.py runs the command's `main`
   against `perfect`; a subprocess of it costs 30 s of solving;
 - `python -m experiments.train` on othello8_gpu / othello8_tpu / othello8_cpu / othello8_small:
@@ -187,14 +187,14 @@ def test_supervised_training_then_accuracy(tmp_path, shared_data):
 
 
 @pytest.mark.parametrize("command, expect", [
-    ([OTHELLO_JAX, "bench-env", "--batch", "64", "--plies", "8", "--repeats", "1"],
+    ([PYTHON, "-m", "experiments.bench_env", "--batch", "64", "--plies", "8", "--repeats", "1"],
      r"^ +64 +random +[\d,]+ +[\d,]+ +\d+\.\dx"),
-    ([OTHELLO_JAX, "bench-solver", "--ffo", "40", "--empties", "6", "--batch", "16"], r"scores agree"),
+    ([PYTHON, "-m", "experiments.bench_solver", "--ffo", "40", "--empties", "6", "--batch", "16"], r"scores agree"),
     ([PYTHON, "-m", "experiments.bench_arena", "--games", "8", "--repeats", "1"],
      r"^run 1: .* for 8 games .*score \d\.\d{3} for alphabeta:depth=2$"),
-], ids=["bench-env", "bench-solver", "bench_arena"])
+], ids=["bench_env", "bench_solver", "bench_arena"])
 def test_benchmarks(command, expect, shared_data):
-    if "bench-solver" in command:
+    if "experiments.bench_solver" in command:
         command = [*command, f"--ffo-file={shared_data / 'ffo' / 'fforum-40-59.obf'}"]
     out = run(command)
     assert re.search(expect, out, re.M), out

@@ -47,7 +47,7 @@ def alphabeta_agent(game: Othello, depth: int = 2) -> Agent:
     """Alpha-beta to ``depth`` plies on the hand-made evaluation (deterministic)."""
     if depth < 1:
         raise AgentSpecError(f"alphabeta depth must be at least 1, got {depth}")
-    act = jax.jit(lambda states, key: alphabeta.search(states, game, depth)[0])
+    act = jax.jit(lambda states, key: alphabeta.negamax(states, game, depth)[0])
     return Agent(f"alphabeta:depth={depth}", act)
 
 

@@ -9,7 +9,7 @@ import jax
 from othello_jax.agents.base import Agent, AgentSpecError
 from othello_jax.errors import InputError
 from othello_jax.game import Othello
-from othello_jax.solver import with_exact_endgame as solver_wrap
+from othello_jax.solver import exact_endgame_act
 
 
 def with_exact_endgame(agent: Agent, game: Othello, max_empties: int, backend: str | None = None) -> Agent:
@@ -26,7 +26,7 @@ def with_exact_endgame(agent: Agent, game: Othello, max_empties: int, backend: s
     if backend not in ("jax", "c", "auto"):
         raise AgentSpecError(f"solver must be jax, c or auto, got {backend!r}")
     try:
-        act = solver_wrap(agent.act, game, max_empties, backend=backend)
+        act = exact_endgame_act(agent.act, game, max_empties, backend=backend)
     except (InputError, OSError) as error:  # e.g. no C compiler for the C solver
         raise AgentSpecError(f"cannot use the {backend} endgame solver: {str(error).splitlines()[0]}") from None
     jittable = agent.jittable and backend == "jax"

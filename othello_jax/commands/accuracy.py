@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
         return fail(f"WThor database not found at {args.wthor}; pass --wthor=DIR")
 
     from othello_jax.checkpoint import CheckpointError, load_agent_variables
-    from othello_jax.data import accuracy, expert
+    from othello_jax.data import expert, move_prediction
     from othello_jax.model import make_network
 
     try:
@@ -69,13 +69,13 @@ def main(argv: list[str]) -> int:
                                        args.cache_dir or None, progress=progress)
     except InputError as error:  # an unreadable WThor file
         return fail(str(error))
-    rows = accuracy.subsample(data.test, args.positions)
+    rows = move_prediction.subsample(data.test, args.positions)
     if rows.size == 0:
         return fail(f"no held-out games from {args.test_from_year} on in {args.wthor}")
     net = make_network(size, network_config)
     started = time.time()
-    rank = accuracy.ranks(accuracy.network_policy(net), variables, rows, args.batch_size, progress)
-    result = accuracy.summarize(rank, rows)
+    rank = move_prediction.ranks(move_prediction.network_policy(net), variables, rows, args.batch_size, progress)
+    result = move_prediction.summarize(rank, rows)
     if args.json:
         print(json.dumps({"checkpoint": args.checkpoint, "network": str(network_config), **result}))
         return 0
@@ -83,7 +83,7 @@ def main(argv: list[str]) -> int:
     print(f"{args.checkpoint}: {network_config}")
     print(f"held-out WThor games from {args.test_from_year}: {rows.size} (position, move) pairs "
           f"evaluated in {time.time() - started:.0f}s")
-    print(accuracy.format_report(result))
+    print(move_prediction.format_report(result))
     return 0
 
 

@@ -23,7 +23,7 @@ from othello_jax.commands import agent_options
 from othello_jax.errors import InputError
 from othello_jax.game import Othello
 from othello_jax.solver import BACKENDS, resolve_backend
-from othello_jax.solver.accuracy import (
+from othello_jax.solver.move_checks import (
     collect_moves,
     format_report,
     judge_moves,

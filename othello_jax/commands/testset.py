@@ -21,10 +21,10 @@ import jax
 from othello_jax.commands import agent_options
 from othello_jax.commands.command import failure, make_parser
 from othello_jax.errors import InputError
-from othello_jax.evaluation.testset import score_agent
+from othello_jax.evaluation.perfect_set import score_agent
 from othello_jax.game import Othello
-from othello_jax.solver import testset as ts
-from othello_jax.solver.accuracy import format_bands
+from othello_jax.solver import solved_moves as ts
+from othello_jax.solver.move_checks import format_bands
 
 
 def build_parser() -> argparse.ArgumentParser:
