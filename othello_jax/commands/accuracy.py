@@ -12,13 +12,12 @@ checkpoint that ``othello_jax.checkpoint.load_agent_variables`` reads (supervise
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from othello_jax.commands.command import failure, make_parser
+from othello_jax.commands.command import add_json_flag, failure, make_parser, print_json
 from othello_jax.errors import InputError
 
 DEFAULT_WTHOR = os.environ.get("OTHELLO_JAX_WTHOR", "../shared/data/wthor")
@@ -38,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--positions", type=int, default=0,
                         help="evaluate a fixed random subset of this many positions (default 0 = all)")
     parser.add_argument("--batch-size", type=int, default=4096, help="positions per network call (default 4096)")
-    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_json_flag(parser)
     return parser
 
 
@@ -77,7 +76,7 @@ def main(argv: list[str]) -> int:
     rank = move_prediction.ranks(move_prediction.network_policy(net), variables, rows, args.batch_size, progress)
     result = move_prediction.summarize(rank, rows)
     if args.json:
-        print(json.dumps({"checkpoint": args.checkpoint, "network": str(network_config), **result}))
+        print_json({"checkpoint": args.checkpoint, "network": str(network_config), **result})
         return 0
     print(f"\r{' ' * 40}\r", end="", file=sys.stderr)
     print(f"{args.checkpoint}: {network_config}")

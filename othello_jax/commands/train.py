@@ -23,7 +23,6 @@ cores: a run started before this default (one lane) resumes on one lane. ``JAX_N
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -91,15 +90,10 @@ def _one_line_key_error(error: BaseException) -> str:
 
 def checkpoint_lanes(workdir: str | Path) -> int | None:
     """The replay lanes of the workdir's latest checkpoint (read from its JSON meta), or None."""
-    root = Path(workdir).expanduser() / "checkpoints"
-    steps = sorted((int(p.name) for p in root.iterdir() if p.name.isdigit()), reverse=True) if root.is_dir() else []
-    for step in steps:
-        try:
-            meta = json.loads((root / str(step) / "meta" / "metadata").read_text())
-        except (OSError, ValueError):
-            continue  # unreadable: the restore itself will say so
-        return int(meta["lanes"]) if isinstance(meta, dict) and meta.get("lanes") else None
-    return None
+    from othello_jax.checkpoint import latest_saved_meta
+
+    meta = latest_saved_meta(workdir)
+    return int(meta["lanes"]) if meta and meta.get("lanes") else None
 
 
 def host_devices(config, workdir: str | Path, cores: int, environ: Mapping[str, str] = os.environ) -> int | None:
