@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True) -> 
                                                             "checkpoint's, else 8)")
 
 
-def network_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Player:
+def checkpoint_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Player:
     """A trained network from a checkpoint, searching ``sims`` simulations per move."""
     from othello_jax.agents import playing_search_config
     from othello_jax.checkpoint import load_agent_variables
@@ -97,7 +97,7 @@ def build(args: argparse.Namespace) -> Player:
     if args.sims < 1:
         raise AgentOptionError(f"--sims must be at least 1, got {args.sims}")
     if args.checkpoint:
-        player = network_player(args.checkpoint, args.sims, args.search)
+        player = checkpoint_player(args.checkpoint, args.sims, args.search)
         if args.size and args.size != player.size:
             raise AgentOptionError(f"the checkpoint plays {player.size}x{player.size}, not --size={args.size}")
         return player
