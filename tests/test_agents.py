@@ -178,6 +178,7 @@ def test_spec_names_and_shorthands():
     ("mcts:sims=0", "sims >= 1"),
     ("mcts:search=beam", "unknown search variant"),
     ("net:sims=4", "exactly one of ckpt"),
+    ("net:preset=small,sims=4,reuse=1", "net option reuse was removed: subtree reuse gave no gain"),
     ("net:preset=huge", "unknown network preset"),
     ("net:ckpt=/nonexistent/run", "does not exist"),
     ('gtp:cmd="unterminated', "unbalanced"),

@@ -35,8 +35,7 @@ Left out, and why:
 - resuming or extending a run (the quickstart run again): tests/test_preemption.py,
   tests/test_chaos_resume.py and tests/test_cores.py (resuming on two devices is being fixed);
 - marked slow (minutes each on 2 cores; `bash scripts/test.sh -m ""` runs them):
-  `python -m experiments.bench_cores` (compiles the quickstart config twice, one and two devices)
-  and `python -m experiments.bench_reuse` (compiles a player per simulation count it bisects).
+  `python -m experiments.bench_cores` (compiles the quickstart config twice, one and two devices).
 """
 
 from __future__ import annotations
@@ -204,11 +203,3 @@ def test_benchmarks(command, expect, shared_data):
 def test_bench_cores():
     out = run([PYTHON, "-m", "experiments.bench_cores", "--iterations", "1"], timeout=1200)
     assert re.search(r"^all cores vs one: \d+\.\d\dx$", out, re.M), out
-
-
-@pytest.mark.slow  # ~2 minutes of CPU: a player compiled per simulation count of the equal-time bisection
-def test_bench_reuse():
-    out = run([PYTHON, "-m", "experiments.bench_reuse", "--checkpoint=builtin:6x6", "--games=4", "--sims=4",
-               "--timing-games=2", "--selfplay-games=4"], timeout=1200)
-    assert re.search(r"^inherited share, self-play: \d+\.\d%$", out, re.M), out
-    assert re.search(r"^equal time: reuse \d+ sims vs plain \d+ sims: score ", out, re.M), out

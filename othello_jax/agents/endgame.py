@@ -33,5 +33,4 @@ def with_exact_endgame(agent: Agent, game: Othello, max_empties: int, backend: s
     default_backend = "jax" if agent.jittable else "auto"
     suffix = f",solve={max_empties}" + (f",solver={backend}" if backend != default_backend else "")
     return dataclasses.replace(agent, name=agent.name + suffix, act=jax.jit(act) if jittable else act,
-                               jittable=jittable, params=None, act_with_params=None,
-                               init_memory=None, act_with_memory=None)  # the solver's act has no memory
+                               jittable=jittable, params=None, act_with_params=None)

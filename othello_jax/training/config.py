@@ -50,10 +50,11 @@ from ml_collections import ConfigDict
 
 from othello_jax import agents, search
 from othello_jax.errors import InputError
+from othello_jax.errors import need as _need
 from othello_jax.game import SIZES, Othello
 from othello_jax.model import NetworkConfig
 from othello_jax.training import selfplay
-from othello_jax.training.selfplay import need as _need
+from othello_jax.training.retired import check_retired
 
 
 def default_config() -> ConfigDict:
@@ -117,6 +118,7 @@ def check_config(config: ConfigDict) -> None:
     The base config and the config of every stage are checked, so a bad stage fails before
     anything is trained.
     """
+    check_retired(config)
     clock = str(config.get("schedule_clock", "iterations"))
     _need(clock in CLOCKS, f"schedule_clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
     _need(clock != "minutes" or float(config.max_minutes) > 0,
