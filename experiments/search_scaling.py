@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from othello_jax import search as search_lib
-from othello_jax.agents.network import playing_search_config
+from othello_jax.agents.neural import playing_search_config
 from othello_jax.checkpoint import load_agent_variables
 from othello_jax.evaluation.perfect_set import TESTSET_BANDS, score_actions
 from othello_jax.game import Othello

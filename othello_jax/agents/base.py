@@ -16,9 +16,7 @@ from typing import Any
 import jax
 
 from othello_jax.errors import InputError
-from othello_jax.game import State
-
-ActFn = Callable[[State, jax.Array], jax.Array]
+from othello_jax.game import ActFn, State
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from othello_jax.agents import alphabeta, rollout_mcts
 from othello_jax.agents.base import Agent, AgentSpecError
-from othello_jax.agents.network import playing_search_config
+from othello_jax.agents.neural import playing_search_config
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 

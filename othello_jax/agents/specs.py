@@ -15,7 +15,7 @@ from othello_jax.agents.base import Agent, AgentSpecError, renamed
 from othello_jax.agents.baselines import alphabeta_agent, greedy_agent, mcts_agent, random_agent
 from othello_jax.agents.endgame import with_exact_endgame
 from othello_jax.agents.gtp import gtp_agent
-from othello_jax.agents.network import checkpoint_agent, untrained_agent
+from othello_jax.agents.neural import checkpoint_agent, untrained_agent
 from othello_jax.agents.perfect import perfect_agent
 from othello_jax.game import Othello
 

@@ -47,26 +47,24 @@ def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True) -> 
 def checkpoint_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Player:
     """A trained network from a checkpoint, searching ``sims`` simulations per move."""
     from othello_jax.agents import playing_search_config
-    from othello_jax.checkpoint import load_agent_variables
-    from othello_jax.evaluation.analysis import Analyzer, SearchingAgent, format_summary
-    from othello_jax.model import make_network
+    from othello_jax.agents.neural import load_network, network_apply_fn
+    from othello_jax.evaluation.analysis import Analyzer, format_search_line
 
     try:
-        network, variables, size = load_agent_variables(checkpoint)
+        game, network, variables = load_network(checkpoint)  # as `--agent=net:ckpt=PATH` loads it
         config = playing_search_config(variant, sims)
     except InputError as error:  # a missing or incompatible checkpoint, an unknown search variant
         raise AgentOptionError(str(error)) from None
-    game = Othello(size)
-    net = make_network(size, network)
-    analyzer = Analyzer(game, functools.partial(net.apply, train=False), variables, config)
-    agent = SearchingAgent(analyzer, name=f"network, {sims} sims")
+    size = game.size
+    analyzer = Analyzer(game, network_apply_fn(game, network), variables, config)
+    agent = analyzer.agent(name=f"network, {sims} sims")
 
     def make_agent(wanted: Othello) -> Any:
         if wanted != game:
             raise AgentOptionError(f"the checkpoint plays {size}x{size}, not {wanted.size}x{wanted.size}")
         return agent
 
-    commentary = lambda agent: format_summary(agent.last) if agent.last is not None else ""
+    commentary = lambda agent: format_search_line(analyzer.last_move) if analyzer.last_move is not None else ""
     return Player(agent.name, size, (size,), make_agent, analyzer, commentary)
 
 

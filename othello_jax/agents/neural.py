@@ -9,13 +9,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from othello_jax import search as search_lib
 from othello_jax.agents.base import Agent, AgentSpecError, parametric_agent
 from othello_jax.checkpoint import CheckpointError, load_agent_variables
 from othello_jax.errors import InputError
 from othello_jax.game import Othello, State
 from othello_jax.model import NetworkConfig, init_variables, make_network
-from othello_jax.search import SearchResult
+from othello_jax.search import SearchResult, check_search_config, default_search_config, run_search, select_action
 
 
 def policy_act(apply_fn: Callable, variables: Any, states: State, key: jax.Array, game: Othello,
@@ -33,13 +32,13 @@ def policy_act(apply_fn: Callable, variables: Any, states: State, key: jax.Array
 
 def playing_search_config(variant: str, sims: int):
     """Search settings for evaluation games: no exploration noise (Gumbel scale and Dirichlet 0)."""
-    config = search_lib.default_search_config()
+    config = default_search_config()
     config.variant = variant
     config.num_simulations = int(sims)
     config.gumbel_scale = 0.0
     config.dirichlet_fraction = 0.0
     try:
-        search_lib.check_search_config(config)
+        check_search_config(config)
     except InputError as error:
         raise AgentSpecError(str(error)) from None
     return config
@@ -52,7 +51,7 @@ def search_fn(game: Othello, apply_fn: Callable, config: Any) -> Callable[[Any, 
     ``othello_jax.evaluation.analysis.Analyzer`` build on it). The variables are an argument, so
     networks of one architecture share the compiled code.
     """
-    return jax.jit(lambda variables, states, key: search_lib.run_search(config, apply_fn, variables, states, key, game))
+    return jax.jit(lambda variables, states, key: run_search(config, apply_fn, variables, states, key, game))
 
 
 def policy_fn(game: Othello, apply_fn: Callable, sims: int = 0, search: str = "gumbel",
@@ -70,7 +69,7 @@ def policy_fn(game: Othello, apply_fn: Callable, sims: int = 0, search: str = "g
 
     def act(variables: Any, states: State, key: jax.Array) -> jax.Array:
         search_key, pick_key = jax.random.split(key)
-        return search_lib.select_action(searched(variables, states, search_key), temperature, pick_key)
+        return select_action(searched(variables, states, search_key), temperature, pick_key)
 
     return jax.jit(act)
 
@@ -88,10 +87,15 @@ def neural_agent(game: Othello, apply_fn: Callable, variables: Any, sims: int = 
 
 
 @functools.lru_cache(maxsize=32)
+def network_apply_fn(game: Othello, network_config: Any) -> Callable:
+    """``apply(variables, observation) -> (logits, value)`` of an ``othello_jax.model`` network in
+    inference mode: one object per config, so whatever is compiled around it is shared."""
+    return functools.partial(make_network(game.size, network_config).apply, train=False)
+
+
+@functools.lru_cache(maxsize=32)
 def _network_policy(game: Othello, network_config: Any, sims: int, search: str, temperature: float) -> Callable:
-    net = make_network(game.size, network_config)
-    apply_fn = functools.partial(net.apply, train=False)
-    return policy_fn(game, apply_fn, sims, search, temperature)
+    return policy_fn(game, network_apply_fn(game, network_config), sims, search, temperature)
 
 
 def network_agent(game: Othello, network_config: Any, variables: Any, sims: int = 0, search: str = "gumbel",
@@ -104,13 +108,24 @@ def network_agent(game: Othello, network_config: Any, variables: Any, sims: int 
     return parametric_agent(name, fn, variables)
 
 
-def checkpoint_agent(path: str, game: Othello, **options: Any) -> Agent:
-    """A trained network loaded with ``othello_jax.checkpoint.load_agent_variables``."""
+def load_network(path: str) -> tuple[Othello, Any, Any]:
+    """``(game, network config, variables)`` of a trained network, read with
+    ``othello_jax.checkpoint.load_agent_variables`` (:class:`AgentSpecError` if it cannot be).
+
+    What ``net:ckpt=PATH`` agents and the commands' ``--checkpoint`` (a network with its
+    analysis) are both built from."""
     try:
         network_config, variables, size = load_agent_variables(path)
     except CheckpointError as error:
         raise AgentSpecError(str(error)) from None
-    if size != game.size:
+    return Othello(size), network_config, variables
+
+
+def checkpoint_agent(path: str, game: Othello, **options: Any) -> Agent:
+    """A trained network (:func:`load_network`) as a player of ``game``."""
+    network_game, network_config, variables = load_network(path)
+    if network_game != game:
+        size = network_game.size
         raise AgentSpecError(f"checkpoint {path} plays {size}x{size}, not {game.size}x{game.size}")
     return network_agent(game, network_config, variables, **options)
 
