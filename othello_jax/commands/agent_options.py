@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 import functools
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from othello_jax.errors import InputError
 from othello_jax.game import SIZES, Othello
+
+if TYPE_CHECKING:  # imported when building: the agents bring JAX along
+    from othello_jax.agents import Agent
+    from othello_jax.evaluation.analysis import Analyzer
 
 
 class AgentOptionError(InputError):
@@ -27,9 +31,9 @@ class Player(NamedTuple):
     name: str
     size: int
     sizes: tuple[int, ...]
-    make_agent: Callable[[Othello], Any]
-    analyzer: Any
-    commentary: Callable[[Any], str] | None
+    make_agent: Callable[[Othello], Agent]
+    analyzer: Analyzer | None
+    commentary: Callable[[Agent], str] | None
 
 
 def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True) -> None:
@@ -59,7 +63,7 @@ def checkpoint_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Pl
     analyzer = Analyzer(game, network_apply_fn(game, network), variables, config)
     agent = analyzer.agent(name=f"network, {sims} sims")
 
-    def make_agent(wanted: Othello) -> Any:
+    def make_agent(wanted: Othello) -> Agent:
         if wanted != game:
             raise AgentOptionError(f"the checkpoint plays {size}x{size}, not {wanted.size}x{wanted.size}")
         return agent
@@ -73,7 +77,7 @@ def spec_player(spec: str, size: int) -> Player:
     from othello_jax.agents import parse_agent
 
     @functools.cache
-    def make_agent(game: Othello) -> Any:
+    def make_agent(game: Othello) -> Agent:
         try:
             return parse_agent(spec, game)
         except InputError as error:
