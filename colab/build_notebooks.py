@@ -112,13 +112,13 @@ if TEST_MODE:
         new_markdown_cell("## Load the agent"),
         new_code_cell(TINY_CHECKPOINT + '''
 
-from othello_jax.commands.agent_options import network_player
+from othello_jax.commands.agent_options import checkpoint_player
 from othello_jax.game import Othello
 from othello_jax.interface.notebook_play import NotebookGame
 
 if TEST_MODE and not CHECKPOINT:
     CHECKPOINT = tiny_checkpoint()
-player = network_player(CHECKPOINT, SIMS)
+player = checkpoint_player(CHECKPOINT, SIMS)
 board = Othello(player.size)
 game = NotebookGame(player.make_agent(board), board, human=0 if YOUR_COLOR.startswith("b") else 1,
                     analyzer=player.analyzer)

@@ -39,12 +39,6 @@ ARMS: dict[str, list[str]] = {
     "exact10": ["selfplay.exact_endgame_empties=10"],
     "sims8": ["search.num_simulations=8"],
     "steps30": ["train.steps_per_iteration=30"],  # 3x the gradient steps per self-play position
-    # playout cap randomisation: per ply 1 game in 4 searches with 16 simulations (recorded), the others
-    # with 4; twice the games per iteration so an iteration costs about the baseline's self-play time
-    "pcr": ["selfplay.playout_cap.every=4", "selfplay.playout_cap.fast_simulations=4", "selfplay.num_games=256"],
-    # the same with 32-simulation targets and 8-simulation fast moves (about the baseline's cost per move)
-    "pcr32": ["selfplay.playout_cap.every=4", "selfplay.playout_cap.fast_simulations=8",
-              "search.num_simulations=32"],
     # the two arms ahead of the baseline in the screens: WDL value head and global pooling together
     "wdl_gpool": ["network.value_head=wdl", "network.global_pool=True"],
     "all_heads": ["network.value_head=wdl", "network.score_head=True", "network.ownership_head=True",
@@ -96,9 +90,9 @@ def score_run(workdir: Path, games: int, sims: int, seed: int) -> dict:
 
     from othello_jax.agents.specs import parse_agent
     from othello_jax.evaluation import arena
-    from othello_jax.evaluation.testset import score_agent
+    from othello_jax.evaluation.perfect_set import score_agent
     from othello_jax.game import Othello
-    from othello_jax.solver.testset import load as load_testset
+    from othello_jax.solver.solved_moves import load as load_testset
 
     game = Othello(6)
     player = parse_agent(f"net:ckpt={workdir},sims={sims}", game)

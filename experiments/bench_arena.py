@@ -18,9 +18,29 @@ import jax
 import jax.numpy as jnp
 
 from experiments.timing import mean_seconds
-from othello_jax.agents import alphabeta, parse_agent
+from othello_jax.agents import alphabeta, heuristic, parse_agent
 from othello_jax.evaluation import arena
-from othello_jax.game import Othello
+from othello_jax.game import Othello, State
+
+
+def full_width_negamax(states: State, game: Othello, depth: int) -> tuple[jax.Array, jax.Array]:
+    """:func:`othello_jax.agents.alphabeta.negamax` by brute force: every one of the N*N+1 actions
+    expanded ``depth`` times over the game's own ``step``.
+
+    Static shapes and no loop, but (N*N+1)**depth positions per root: what the stack search is
+    timed against here, and the independent reference ``tests/test_agents.py`` checks it with.
+    Returns (best action, value) like ``negamax``.
+    """
+    value, finished, _, _ = heuristic.position_value(states.mover, states.opponent, game.size)
+    if depth == 0:
+        return jnp.full(value.shape, game.pass_action, jnp.int32), value
+    actions = jnp.arange(game.num_actions, dtype=jnp.int32)
+    widen = lambda x: jnp.broadcast_to(x[..., None], x.shape + actions.shape)
+    children = game.step(jax.tree.map(widen, states), jnp.broadcast_to(actions, states.ply.shape + actions.shape))
+    scores = -full_width_negamax(children, game, depth - 1)[1]
+    scores = jnp.where(game.legal_moves(states), scores, -heuristic.INF)
+    best = jnp.argmax(scores, axis=-1).astype(jnp.int32)
+    return jnp.where(finished, game.pass_action, best), jnp.where(finished, value, jnp.max(scores, axis=-1))
 
 
 def bench_match(args: argparse.Namespace) -> None:
@@ -55,12 +75,12 @@ def bench_search(args: argparse.Namespace) -> None:
           f"random plies, {args.size}x{args.size}")
     print(f"{'depth':>5} {'alpha-beta ms':>14} {'full-width ms':>14} {'full/ab':>8}")
     for depth in range(1, args.max_depth + 1):
-        stack = jax.jit(lambda s, d=depth: alphabeta.search(s, game, d)[:2])
+        stack = jax.jit(lambda s, d=depth: alphabeta.negamax(s, game, d)[:2])
         stack_time = mean_seconds(stack, states)
         width = "-"
         ratio = "-"
         if game.num_actions ** depth * args.positions <= args.full_width_limit:
-            full = jax.jit(lambda s, d=depth: alphabeta.full_width_search(s, game, d))
+            full = jax.jit(lambda s, d=depth: full_width_negamax(s, game, d))
             full_time = mean_seconds(full, states)
             width, ratio = f"{1e3 * full_time:14.1f}", f"{full_time / stack_time:8.1f}"
         print(f"{depth:>5} {1e3 * stack_time:14.1f} {width:>14} {ratio:>8}", flush=True)

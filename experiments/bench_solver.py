@@ -19,8 +19,8 @@ import numpy as np
 from experiments.timing import Stopwatch
 from othello_jax.game import Othello
 from othello_jax.solver import CSolver, load_obf, solve_batch_jit
-from othello_jax.solver.accuracy import random_starts
 from othello_jax.solver.host import bitboards_u64, count_empties
+from othello_jax.solver.move_checks import random_starts
 
 DEFAULT_FFO = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ffo" / "fforum-40-59.obf"
 

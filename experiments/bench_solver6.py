@@ -20,9 +20,9 @@ from experiments.timing import timed
 from othello_jax.game import Othello
 from othello_jax.game.bitboard import board_mask_int
 from othello_jax.solver import CSolver, c_solver
-from othello_jax.solver.accuracy import random_starts
 from othello_jax.solver.cache import child
 from othello_jax.solver.host import bitboards_u64, count_empties
+from othello_jax.solver.move_checks import random_starts
 
 
 def positions(game: Othello, empties: int, count: int, seed: int) -> list[tuple[int, int]]:

@@ -32,12 +32,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from othello_jax import search as search_lib
-from othello_jax.agents.network import playing_search_config
+from othello_jax.agents.neural import playing_search_config
 from othello_jax.checkpoint import load_agent_variables
-from othello_jax.evaluation.testset import TESTSET_BANDS, score_actions
+from othello_jax.evaluation.perfect_set import TESTSET_BANDS, score_actions
 from othello_jax.game import Othello
 from othello_jax.model import make_network
-from othello_jax.solver import testset as ts
+from othello_jax.solver import solved_moves as ts
 
 
 def _line(label: str, report) -> str:

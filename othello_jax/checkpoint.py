@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import shutil
@@ -42,6 +43,7 @@ LATEST_DIR = "checkpoints"
 BEST_DIR = "best"
 # meta fields that must match between a checkpoint and the run resuming from it
 COMPATIBILITY_KEYS = ("format_version", "board_size", "network", "lanes", "capacity", "max_window")
+META_FILE = Path("meta") / "metadata"  # where orbax's JsonSave puts a step's ``meta`` item
 
 
 def _network_fields(network: dict | NetworkConfig | None) -> dict:
@@ -128,6 +130,32 @@ def _remove_unfinished(workdir: Path) -> None:
                     shutil.rmtree(leftover, ignore_errors=True)
 
 
+def saved_steps(directory: str | Path) -> list[int]:
+    """The steps whose checkpoints are whole under ``directory`` (e.g. ``WORKDIR/checkpoints``),
+    ascending, listed from the disk (unfinished saves have no step name): no orbax manager needed."""
+    directory = Path(directory).expanduser()
+    if not directory.is_dir():
+        return []
+    return sorted(int(p.name) for p in directory.iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def latest_saved_meta(workdir: str | Path) -> dict | None:
+    """The ``meta`` of the newest readable checkpoint of a run, or None if it has none.
+
+    Reads the JSON from the disk without starting JAX's backends, so a command can decide the
+    device count from it first (``othello-jax train`` keeps a resumed run's replay lanes).
+    """
+    root = Path(workdir).expanduser() / LATEST_DIR
+    for step in reversed(saved_steps(root)):
+        try:
+            meta = json.loads((root / str(step) / META_FILE).read_text())
+        except (OSError, ValueError):
+            continue  # unreadable: restoring it will say so
+        if isinstance(meta, dict):
+            return meta
+    return None
+
+
 class Checkpoints:
     """The latest-N and best checkpoints of one run (``keep`` latest are kept, plus one best)."""
 
@@ -190,8 +218,7 @@ class Checkpoints:
             # an async save's error surfaces at a later call: name the directory, not a step
             directory = self.workdir / name
             # listed from the disk: orbax raises the stored error again from its own queries
-            intact = sorted(int(p.name) for p in directory.iterdir() if p.is_dir() and p.name.isdigit()) \
-                if directory.is_dir() else []
+            intact = saved_steps(directory)
             raise CheckpointError(f"saving a checkpoint in {directory} failed ({_one_line(_root_cause(error))}); "
                                   f"the checkpoints {intact or '(none)'} on disk are intact: free some space "
                                   "or fix the disk, then resume") from error
@@ -332,7 +359,7 @@ def _resolve(path: Path) -> tuple[Path, int]:
         return path.parent, int(path.name)
     if (path / LATEST_DIR).is_dir():
         path = path / LATEST_DIR
-    steps = sorted(int(p.name) for p in path.iterdir() if p.is_dir() and p.name.isdigit()) if path.is_dir() else []
+    steps = saved_steps(path)
     if not steps:
         raise CheckpointError(f"no checkpoint found at {path}")
     return path, steps[-1]

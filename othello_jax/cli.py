@@ -5,7 +5,8 @@ one-line summary; it is imported only when run, so the CLI starts fast. Every co
 :func:`~othello_jax.commands.command.run_command`: bad input is one line and exit 2, a bug one
 line naming its traceback file and exit 1 (a module's ``traceback_dir(argv)``, if it has one,
 says where that file goes). ``--debug`` anywhere on the command line (or ``OTHELLO_JAX_DEBUG=1``)
-prints the traceback as well.
+prints the traceback as well. The benchmarks are not commands: they run from a source checkout
+as ``python -m experiments.bench_env`` (and ``bench_selfplay``, ``bench_solver``, ...).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from othello_jax.commands.command import DEBUG_FLAG, run_command
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, summary)
-    "bench-env": ("experiments.bench_env", "environment steps/s of othello_jax vs pgx"),
-    "bench-selfplay": ("experiments.bench_selfplay", "search speed: this engine vs plain mctx vs the pgx setting"),
     "play": ("othello_jax.commands.play", "play a game against a checkpoint or agent in the terminal"),
     "engine": ("othello_jax.commands.engine", "serve a checkpoint or agent as a GTP engine on stdin/stdout"),
     "analyze": ("othello_jax.commands.analyze", "a network's policy, value and search visits for a position"),
@@ -36,7 +35,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "score an agent on the 6x6 perfect-play test set: optimal moves, disc loss"),
     "export-network": ("othello_jax.commands.export_network",
                        "a trained network as one portable .msgpack file (plays with --checkpoint=FILE)"),
-    "bench-solver": ("experiments.bench_solver", "endgame solver nodes/s: C on FFO positions, batched JAX vs C"),
 }
 
 

@@ -13,3 +13,9 @@ class InputError(ValueError):
     """Bad input from the user: a config value, a flag, a file, a position, an agent spec, or the
     environment it names (an engine binary, a C compiler); the CLI prints its one-line message and
     exits 2. A ``ValueError``, so ``except ValueError`` callers and tests keep working."""
+
+
+def need(ok: bool, message: str) -> None:
+    """Raise ``InputError(message)`` unless ``ok``: the one-line check the settings validators use."""
+    if not ok:
+        raise InputError(message)

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from experiments.bench_arena import full_width_negamax
 from othello_jax import agents
 from othello_jax.agents import AgentSpecError, alphabeta, heuristic, parse_agent
 from othello_jax.game import Othello, State
@@ -47,13 +48,13 @@ def test_alphabeta_value_equals_full_width_minimax(size, depth):
     """The pruned stack search and brute-force expansion (over the game's own step) agree."""
     game = Othello(size)
     states = random_positions(size)
-    action, value, _ = alphabeta.search(states, game, depth)
-    _, expected = alphabeta.full_width_search(states, game, depth)
+    action, value, _ = alphabeta.negamax(states, game, depth)
+    _, expected = full_width_negamax(states, game, depth)
     np.testing.assert_array_equal(np.asarray(value), np.asarray(expected))
     assert legal_at(game, states, action).all()
     # the chosen move attains the value
     after = game.step(states, action)
-    attained = -alphabeta.full_width_search(after, game, depth - 1)[1]
+    attained = -full_width_negamax(after, game, depth - 1)[1]
     live = ~np.asarray(states.terminal)
     np.testing.assert_array_equal(np.asarray(attained)[live], np.asarray(value)[live])
 
@@ -62,7 +63,7 @@ def test_alphabeta_prunes():
     """With pruning, the slowest lane needs fewer loop iterations than its full tree has nodes."""
     game = Othello(8)
     states = random_positions(8)
-    _, _, iterations = alphabeta.search(states, game, 2)
+    _, _, iterations = alphabeta.negamax(states, game, 2)
     live = ~np.asarray(states.terminal)
     mobility = np.asarray(bb.popcount(states.legal))[live]
     assert int(iterations) < np.max(mobility) ** 2
@@ -177,6 +178,7 @@ def test_spec_names_and_shorthands():
     ("mcts:sims=0", "sims >= 1"),
     ("mcts:search=beam", "unknown search variant"),
     ("net:sims=4", "exactly one of ckpt"),
+    ("net:preset=small,sims=4,reuse=1", "net option reuse was removed: subtree reuse gave no gain"),
     ("net:preset=huge", "unknown network preset"),
     ("net:ckpt=/nonexistent/run", "does not exist"),
     ('gtp:cmd="unterminated', "unbalanced"),

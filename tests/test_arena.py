@@ -211,7 +211,7 @@ def test_balanced_openings_are_distinct_unfinished_and_the_most_even():
              for b in np.flatnonzero(np.asarray(game.legal_moves(game.step(game.init(), a))))]
     states, _ = openings.replay(every, game)
     assert not np.asarray(states.terminal).any()
-    _, values, _ = alphabeta.search(states, game, 2)
+    _, values, _ = alphabeta.negamax(states, game, 2)
     black, white = game.black_white(states)
     position = {tuple(line): (int(b), int(w), int(c))
                 for line, b, w, c in zip(every, black.lo, white.lo, states.color, strict=False)}

@@ -12,8 +12,8 @@ import pytest
 from othello_jax.commands import endgame_accuracy
 from othello_jax.game import Othello
 from othello_jax.game import bitboard as bb
-from othello_jax.solver import with_exact_endgame
-from othello_jax.solver.accuracy import collect_moves, judge_moves, opening_starts, random_starts, summarize
+from othello_jax.solver import exact_endgame_act
+from othello_jax.solver.move_checks import collect_moves, judge_moves, opening_starts, random_starts, summarize
 from tests.solver_helpers import BruteForce, greedy_act, random_act, to_ints
 
 GAME = Othello(8)
@@ -47,7 +47,7 @@ def test_random_agent_judged_like_brute_force():
 
 def test_perfect_endgame_agent_scores_full_marks():
     """The C solver plays, the JAX solver judges."""
-    perfect = with_exact_endgame(jax.jit(random_act(GAME)), GAME, EMPTIES, backend="c")
+    perfect = exact_endgame_act(jax.jit(random_act(GAME)), GAME, EMPTIES, backend="c")
     states, actions = collect_moves(perfect, starts(16, 2), GAME, EMPTIES, jax.random.key(3))
     assert len(actions) > 32  # both sides, so every late move is the agent's
     report = summarize(judge_moves(states, actions, GAME, backend="jax"))

@@ -16,9 +16,9 @@ Where the user's command already runs as a subprocess elsewhere, it is not repea
 
 Left out, and why:
 
-- `othello-jax bench-selfplay` / `python -m experiments.bench_selfplay`: its `main` runs with these
-  small arguments in tests/test_bench_selfplay.py (in process; 30 s more as a subprocess, and
-  `othello-jax bench-env` and `bench-solver` below run the same dispatch of a benchmark module);
+- `python -m experiments.bench_selfplay`: its `main` runs with these small arguments in
+  tests/test_bench_selfplay.py (in process; 30 s more as a subprocess, and `experiments.bench_env`
+  and `bench_solver` below run the same `python -m` launch of a benchmark module);
 - `othello-jax eval --white=perfect` (README): tests/test_perfect_play.py runs the command's `main`
   against `perfect`; a subprocess of it costs 30 s of solving;
 - `python -m experiments.train` on othello8_gpu / othello8_tpu / othello8_cpu / othello8_small:
@@ -35,8 +35,7 @@ Left out, and why:
 - resuming or extending a run (the quickstart run again): tests/test_preemption.py,
   tests/test_chaos_resume.py and tests/test_cores.py (resuming on two devices is being fixed);
 - marked slow (minutes each on 2 cores; `bash scripts/test.sh -m ""` runs them):
-  `python -m experiments.bench_cores` (compiles the quickstart config twice, one and two devices)
-  and `python -m experiments.bench_reuse` (compiles a player per simulation count it bisects).
+  `python -m experiments.bench_cores` (compiles the quickstart config twice, one and two devices).
 """
 
 from __future__ import annotations
@@ -187,14 +186,14 @@ def test_supervised_training_then_accuracy(tmp_path, shared_data):
 
 
 @pytest.mark.parametrize("command, expect", [
-    ([OTHELLO_JAX, "bench-env", "--batch", "64", "--plies", "8", "--repeats", "1"],
+    ([PYTHON, "-m", "experiments.bench_env", "--batch", "64", "--plies", "8", "--repeats", "1"],
      r"^ +64 +random +[\d,]+ +[\d,]+ +\d+\.\dx"),
-    ([OTHELLO_JAX, "bench-solver", "--ffo", "40", "--empties", "6", "--batch", "16"], r"scores agree"),
+    ([PYTHON, "-m", "experiments.bench_solver", "--ffo", "40", "--empties", "6", "--batch", "16"], r"scores agree"),
     ([PYTHON, "-m", "experiments.bench_arena", "--games", "8", "--repeats", "1"],
      r"^run 1: .* for 8 games .*score \d\.\d{3} for alphabeta:depth=2$"),
-], ids=["bench-env", "bench-solver", "bench_arena"])
+], ids=["bench_env", "bench_solver", "bench_arena"])
 def test_benchmarks(command, expect, shared_data):
-    if "bench-solver" in command:
+    if "experiments.bench_solver" in command:
         command = [*command, f"--ffo-file={shared_data / 'ffo' / 'fforum-40-59.obf'}"]
     out = run(command)
     assert re.search(expect, out, re.M), out
@@ -204,11 +203,3 @@ def test_benchmarks(command, expect, shared_data):
 def test_bench_cores():
     out = run([PYTHON, "-m", "experiments.bench_cores", "--iterations", "1"], timeout=1200)
     assert re.search(r"^all cores vs one: \d+\.\d\dx$", out, re.M), out
-
-
-@pytest.mark.slow  # ~2 minutes of CPU: a player compiled per simulation count of the equal-time bisection
-def test_bench_reuse():
-    out = run([PYTHON, "-m", "experiments.bench_reuse", "--checkpoint=builtin:6x6", "--games=4", "--sims=4",
-               "--timing-games=2", "--selfplay-games=4"], timeout=1200)
-    assert re.search(r"^inherited share, self-play: \d+\.\d%$", out, re.M), out
-    assert re.search(r"^equal time: reuse \d+ sims vs plain \d+ sims: score ", out, re.M), out

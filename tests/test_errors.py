@@ -81,6 +81,8 @@ def test_every_error_class_of_the_project_for_input_is_an_input_error():
     ("--config.search.no_such_setting=1", "no_such_setting"),
     ("--config.search.num_simulatoins=8",
      'names no setting: num_simulatoins; Did you mean "num_simulations" instead of "num_simulatoins"?'),
+    ("--config.search.reuse=True", "search.reuse was removed: subtree reuse gave no gain at equal time"),
+    ("--config.selfplay.playout_cap.every=4", "selfplay.playout_cap was removed: playout cap randomisation"),
 ])
 def test_a_bad_override_is_one_line_and_exit_2_with_nothing_trained(tmp_path, override, fragment):
     workdir = tmp_path / "run"

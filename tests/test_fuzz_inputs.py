@@ -31,9 +31,8 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 import othello_jax
-from othello_jax.agents import AgentSpecError, parse_agent, parse_spec
+from othello_jax.agents import AgentSpecError, neural, parse_agent, parse_spec
 from othello_jax.agents import gtp as gtp_module
-from othello_jax.agents import network as network_module
 from othello_jax.agents.gtp_protocol import GtpError, parse_color, parse_command, parse_vertex
 from othello_jax.commands import train as train_command
 from othello_jax.game import (
@@ -343,7 +342,7 @@ SPECS = st.one_of(
 def offline_builders():
     """No engine process is ever started (``Popen`` fails as for a missing program) and a network
     is initialised once per (architecture, seed, size): building an agent stays cheap."""
-    init = network_module.init_variables
+    init = neural.init_variables
     cache: dict = {}
 
     def cached_init(model, key, size):
@@ -357,7 +356,7 @@ def offline_builders():
         raise FileNotFoundError(2, "No such file or directory (fuzz tests start no process)")
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(network_module, "init_variables", cached_init)
+        patch.setattr(neural, "init_variables", cached_init)
         patch.setattr(gtp_module.subprocess, "Popen", no_process)
         yield
 

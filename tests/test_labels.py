@@ -11,10 +11,10 @@ import pytest
 from othello_jax import cli
 from othello_jax.agents import parse_agent
 from othello_jax.evaluation import labels as labels_lib
-from othello_jax.evaluation.testset import score_agent
+from othello_jax.evaluation.perfect_set import score_agent
 from othello_jax.game import Othello
 from othello_jax.solver import c_solver
-from othello_jax.solver import testset as ts
+from othello_jax.solver import solved_moves as ts
 from othello_jax.solver.cache import SolvedPositions
 from tests.solver_helpers import BruteForce
 

@@ -18,12 +18,12 @@ from othello_jax.commands import testset as testset_command
 from othello_jax.evaluation.arena import play_match
 from othello_jax.evaluation.openings import balanced_openings
 from othello_jax.evaluation.perfect_play import judge_match
-from othello_jax.evaluation.testset import candidates, empties_counts, make_testset, play_games, score_agent
+from othello_jax.evaluation.perfect_set import candidates, empties_counts, make_testset, mixed_play_games, score_agent
 from othello_jax.game import Othello
 from othello_jax.solver import c_solver
-from othello_jax.solver import testset as ts
-from othello_jax.solver.accuracy import wilson_interval
+from othello_jax.solver import solved_moves as ts
 from othello_jax.solver.cache import SolvedPositions
+from othello_jax.solver.move_checks import wilson_interval
 from tests.solver_helpers import BruteForce
 
 GAME = Othello(6)
@@ -48,7 +48,7 @@ def test_packaged_file_shape_and_spread(packaged):
 def test_packaged_values_are_a_remake(packaged):
     """The stored positions at 12 empties are the first informative candidates of the seeded
     games, and re-solving them (with the JAX solver, independent of the C one) gives the file."""
-    found = candidates(GAME, play_games(GAME, 2000, 0), 12, 0)
+    found = candidates(GAME, mixed_play_games(GAME, 2000, 0), 12, 0)
     stored = packaged.take(np.flatnonzero(packaged.empties == 12))
     remade = ts.build(jax.tree.map(lambda x: x[:60], found), GAME, backend="c")
     remade = remade.take(np.flatnonzero(ts.informative(remade))[: len(stored)])

@@ -15,6 +15,7 @@ from othello_jax.solver import (
     CSolver,
     CSolverUnavailable,
     c_solver,
+    exact_endgame_act,
     exact_values,
     load_obf,
     parse_obf_line,
@@ -22,7 +23,6 @@ from othello_jax.solver import (
     solve,
     solve_batch_jit,
     solve_many,
-    with_exact_endgame,
 )
 from othello_jax.solver.jax_solver import square_to_action
 from tests.solver_helpers import BruteForce, greedy_act, random_act, random_positions, to_ints
@@ -225,12 +225,12 @@ def test_agent_finds_the_only_winning_move_greedy_misses(backend):
     greedy = greedy_act(GAME)
     key = jax.random.key(0)
     assert values[int(greedy(batch, key)[0])] < 0  # greedy throws the win away
-    perfect = with_exact_endgame(greedy, GAME, 10, backend=backend)
+    perfect = exact_endgame_act(greedy, GAME, 10, backend=backend)
     if backend == "jax":
         perfect = jax.jit(perfect)
     assert int(np.asarray(perfect(batch, key))[0]) == H8
     if backend == "c":  # 9 empty squares, more than the agent solves: its own move stands
-        early = with_exact_endgame(greedy, GAME, 8, backend=backend)
+        early = exact_endgame_act(greedy, GAME, 8, backend=backend)
         assert int(np.asarray(early(batch, key))[0]) == int(greedy(batch, key)[0])
 
 
@@ -239,7 +239,7 @@ def test_agent_plays_the_last_moves_perfectly():
     moves keeps the exact value of the position (checked by brute force)."""
     game, max_empties, games = GAME, 8, 16
     states = random_positions(game, [max_empties] * games, seed=9)
-    perfect = jax.jit(with_exact_endgame(random_act(game), game, max_empties))
+    perfect = jax.jit(exact_endgame_act(random_act(game), game, max_empties))
     opponent = random_act(game)
     brute = BruteForce(8)
     key, checked = jax.random.key(1), 0

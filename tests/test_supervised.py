@@ -13,7 +13,7 @@ import pytest
 from experiments.configs.supervised import get_config
 from othello_jax.checkpoint import load_agent_variables
 from othello_jax.commands import accuracy as accuracy_command
-from othello_jax.data import accuracy, expert
+from othello_jax.data import expert, move_prediction
 from othello_jax.game import Othello, transform_state
 from othello_jax.game import bitboard as bb
 from othello_jax.model import NetworkConfig, init_variables, make_network
@@ -102,19 +102,19 @@ def test_training_steps_fit_a_small_set(data):
 def test_target_rank_counts_ties_like_argmax():
     legal = jnp.array([[True, True, True, False], [True, False, True, True]])
     logits = jnp.array([[0.0, 2.0, 1.0, 9.0], [1.0, 5.0, 1.0, 0.5]])
-    assert accuracy.target_rank(logits, legal, jnp.array([1, 0])).tolist() == [0, 0]  # illegal 9.0 ignored
-    assert accuracy.target_rank(logits, legal, jnp.array([0, 2])).tolist() == [2, 1]  # tie: lower index first
-    assert accuracy.target_rank(jnp.zeros((2, 4)), legal, jnp.array([2, 3])).tolist() == [2, 2]
+    assert move_prediction.target_rank(logits, legal, jnp.array([1, 0])).tolist() == [0, 0]  # illegal 9.0 ignored
+    assert move_prediction.target_rank(logits, legal, jnp.array([0, 2])).tolist() == [2, 1]  # tie: lower index first
+    assert move_prediction.target_rank(jnp.zeros((2, 4)), legal, jnp.array([2, 3])).tolist() == [2, 2]
 
 
 def test_constant_policy_scores_the_first_legal_move_only(data):
     rows = data.test
     constant = lambda variables, obs: jnp.zeros(obs.shape[:1] + (GAME.num_actions,))
-    rank = accuracy.ranks(constant, None, rows, batch_size=1000)
+    rank = move_prediction.ranks(constant, None, rows, batch_size=1000)
     legal = np.asarray(GAME.legal_moves(expert.to_state(rows)))
     first_legal = np.argmax(legal, -1)
     np.testing.assert_array_equal(rank == 0, first_legal == rows.action)
-    result = accuracy.summarize(rank, rows)
+    result = move_prediction.summarize(rank, rows)
     assert result["positions"] == rows.size
     assert sum(r["positions"] for r in result["by_stage"].values()) == rows.size
     assert result["seen_in_train"]["positions"] + result["novel"]["positions"] == rows.size

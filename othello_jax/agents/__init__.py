@@ -22,7 +22,7 @@ from othello_jax.agents.baselines import (
     random_agent,
 )
 from othello_jax.agents.endgame import with_exact_endgame
-from othello_jax.agents.network import (
+from othello_jax.agents.neural import (
     checkpoint_agent,
     network_agent,
     neural_agent,

@@ -23,9 +23,8 @@ from othello_jax.agents import heuristic
 from othello_jax.errors import InputError
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
+from othello_jax.game.bitboard import PASS_SQUARE
 from othello_jax.game.fusion import materialize
-
-PASS_SQUARE = 64  # square code of the pass move inside the search
 
 
 class _Frame(NamedTuple):
@@ -83,7 +82,7 @@ def _write(stack: _Frame, where: jax.Array, frame: _Frame) -> _Frame:
     return jax.tree.map(lambda old, new: jnp.where(where, new[None], old), stack, frame)
 
 
-def search(states: State, game: Othello, depth: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+def negamax(states: State, game: Othello, depth: int) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Alpha-beta to ``depth`` plies for a batch of positions (leading axis B).
 
     Returns (best action int32[B], negamax value int32[B] for the side to move, loop
@@ -168,22 +167,3 @@ def search(states: State, game: Othello, depth: int) -> tuple[jax.Array, jax.Arr
     final = heuristic.final_value(states.mover, states.opponent, size)
     value = jnp.where(states.terminal, final, root_value)
     return game.action_of_square(out.best_move), value, out.iterations
-
-
-def full_width_search(states: State, game: Othello, depth: int) -> tuple[jax.Array, jax.Array]:
-    """The same negamax by brute force: every one of the N*N+1 actions expanded ``depth`` times.
-
-    Static shapes and no loop, but (N*N+1)**depth positions per root: a reference for tests,
-    and the alternative that ``experiments/bench_arena.py`` measures the stack search against.
-    Returns (best action, value) like :func:`search`.
-    """
-    value, finished, _, _ = heuristic.position_value(states.mover, states.opponent, game.size)
-    if depth == 0:
-        return jnp.full(value.shape, game.pass_action, jnp.int32), value
-    actions = jnp.arange(game.num_actions, dtype=jnp.int32)
-    widen = lambda x: jnp.broadcast_to(x[..., None], x.shape + actions.shape)
-    children = game.step(jax.tree.map(widen, states), jnp.broadcast_to(actions, states.ply.shape + actions.shape))
-    scores = -full_width_search(children, game, depth - 1)[1]
-    scores = jnp.where(game.legal_moves(states), scores, -heuristic.INF)
-    best = jnp.argmax(scores, axis=-1).astype(jnp.int32)
-    return jnp.where(finished, game.pass_action, best), jnp.where(finished, value, jnp.max(scores, axis=-1))

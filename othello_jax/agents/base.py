@@ -16,9 +16,7 @@ from typing import Any
 import jax
 
 from othello_jax.errors import InputError
-from othello_jax.game import State
-
-ActFn = Callable[[State, jax.Array], jax.Array]
+from othello_jax.game import ActFn, State
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,13 +31,6 @@ class Agent:
         key)`` and its (array) parameters, e.g. a network's variables. The arena then passes
         the parameters as arguments, so agents differing only in parameters (the checkpoints of
         a run) share one compiled match instead of baking each network into its own.
-    init_memory, act_with_memory: optional memory carried from one move of a game to the next
-        (a search tree kept for subtree reuse): ``init_memory(params, states)`` is the empty
-        memory for a batch of games, ``act_with_memory(params, memory, states, key) -> (actions,
-        memory)`` moves and returns the memory for that game's next move. Both are jittable
-        and need ``act_with_params``/``params``. Players that keep one memory per game (the
-        arena's compiled and host matches, :class:`~othello_jax.interface.session.GameSession`)
-        use them; anything else calls ``act``, which moves without memory.
     """
 
     name: str
@@ -49,8 +40,6 @@ class Agent:
     close: Callable[[], None] | None = None
     params: Any = dataclasses.field(default=None, compare=False)
     act_with_params: Callable[[Any, State, jax.Array], jax.Array] | None = None
-    init_memory: Callable[[Any, State], Any] | None = None
-    act_with_memory: Callable[[Any, Any, State, jax.Array], tuple[jax.Array, Any]] | None = None
 
 
 class AgentSpecError(InputError):

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from othello_jax.agents import alphabeta, rollout_mcts
 from othello_jax.agents.base import Agent, AgentSpecError
-from othello_jax.agents.network import playing_search_config
+from othello_jax.agents.neural import playing_search_config
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 
@@ -47,7 +47,7 @@ def alphabeta_agent(game: Othello, depth: int = 2) -> Agent:
     """Alpha-beta to ``depth`` plies on the hand-made evaluation (deterministic)."""
     if depth < 1:
         raise AgentSpecError(f"alphabeta depth must be at least 1, got {depth}")
-    act = jax.jit(lambda states, key: alphabeta.search(states, game, depth)[0])
+    act = jax.jit(lambda states, key: alphabeta.negamax(states, game, depth)[0])
     return Agent(f"alphabeta:depth={depth}", act)
 
 

@@ -9,7 +9,7 @@ import jax
 from othello_jax.agents.base import Agent, AgentSpecError
 from othello_jax.errors import InputError
 from othello_jax.game import Othello
-from othello_jax.solver import with_exact_endgame as solver_wrap
+from othello_jax.solver import exact_endgame_act
 
 
 def with_exact_endgame(agent: Agent, game: Othello, max_empties: int, backend: str | None = None) -> Agent:
@@ -26,12 +26,11 @@ def with_exact_endgame(agent: Agent, game: Othello, max_empties: int, backend: s
     if backend not in ("jax", "c", "auto"):
         raise AgentSpecError(f"solver must be jax, c or auto, got {backend!r}")
     try:
-        act = solver_wrap(agent.act, game, max_empties, backend=backend)
+        act = exact_endgame_act(agent.act, game, max_empties, backend=backend)
     except (InputError, OSError) as error:  # e.g. no C compiler for the C solver
         raise AgentSpecError(f"cannot use the {backend} endgame solver: {str(error).splitlines()[0]}") from None
     jittable = agent.jittable and backend == "jax"
     default_backend = "jax" if agent.jittable else "auto"
     suffix = f",solve={max_empties}" + (f",solver={backend}" if backend != default_backend else "")
     return dataclasses.replace(agent, name=agent.name + suffix, act=jax.jit(act) if jittable else act,
-                               jittable=jittable, params=None, act_with_params=None,
-                               init_memory=None, act_with_memory=None)  # the solver's act has no memory
+                               jittable=jittable, params=None, act_with_params=None)

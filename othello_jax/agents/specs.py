@@ -15,7 +15,7 @@ from othello_jax.agents.base import Agent, AgentSpecError, renamed
 from othello_jax.agents.baselines import alphabeta_agent, greedy_agent, mcts_agent, random_agent
 from othello_jax.agents.endgame import with_exact_endgame
 from othello_jax.agents.gtp import gtp_agent
-from othello_jax.agents.network import checkpoint_agent, untrained_agent
+from othello_jax.agents.neural import checkpoint_agent, untrained_agent
 from othello_jax.agents.perfect import perfect_agent
 from othello_jax.game import Othello
 
@@ -71,26 +71,24 @@ _KINDS: dict[str, tuple[dict[str, Callable[[str, str], Any]], str | None, Callab
     "alphabeta": ({"depth": _as_int}, "depth", lambda game, depth=2: alphabeta_agent(game, depth)),
     "mcts": ({"sims": _as_int, "rollouts": _as_int, "search": _STR}, "sims",
              lambda game, sims=64, rollouts=1, search="puct": mcts_agent(game, sims, rollouts, search)),
-    "net": ({"ckpt": _STR, "preset": _STR, "seed": _as_int, "sims": _as_int, "search": _STR, "temp": _as_float,
-             "reuse": _as_int},
+    "net": ({"ckpt": _STR, "preset": _STR, "seed": _as_int, "sims": _as_int, "search": _STR, "temp": _as_float},
             "ckpt", lambda game, **o: _net_from_options(game, **o)),
     "gtp": ({"cmd": _STR, "timeout": _as_float}, "cmd", lambda game, **o: _gtp_from_options(game, **o)),
     "perfect": ({"cache": _STR}, "cache", lambda game, cache=None: perfect_agent(game, cache)),
 }
 _COMMON = {"solve": _as_int, "solver": _STR, "name": _STR}
+# (kind, option) -> why it went: a spec naming one fails with that reason
+_RETIRED_OPTIONS = {("net", "reuse"): "subtree reuse gave no gain at equal time (experiments/RESULTS.md, "
+                                      "'subtree reuse')"}
 
 
 def _net_from_options(game: Othello, ckpt: str | None = None, preset: str | None = None, seed: int = 0,
-                      sims: int = 0, search: str = "gumbel", temp: float = 0.0, reuse: int = 0) -> Agent:
+                      sims: int = 0, search: str = "gumbel", temp: float = 0.0) -> Agent:
     if bool(ckpt) == bool(preset):
         raise AgentSpecError("net needs exactly one of ckpt=PATH (a trained network) or preset=NAME (untrained)")
     if not 0 <= seed < 2**32:  # what jax.random.PRNGKey takes without overflow or wrapping around
         raise AgentSpecError(f"net seed must be in 0..2**32-1, got {seed}")
-    if reuse not in (0, 1):
-        raise AgentSpecError(f"net reuse must be 0 or 1, got {reuse}")
-    if reuse and sims < 1:
-        raise AgentSpecError("net reuse=1 keeps a search tree between moves: it needs sims >= 1")
-    options = dict(sims=sims, search=search, temperature=temp, reuse=bool(reuse))
+    options = dict(sims=sims, search=search, temperature=temp)
     if ckpt:
         return checkpoint_agent(ckpt, game, **options)
     return untrained_agent(game, preset, seed, **options)
@@ -110,8 +108,7 @@ def parse_agent(spec: str, game: Othello) -> Agent:
     """Build an agent from a spec ``KIND[:OPTION=VALUE,...]`` for the board of ``game``.
 
     Kinds and options: ``random``; ``greedy``; ``alphabeta:depth=D``; ``mcts:sims=S,rollouts=R,
-    search=puct|gumbel``; ``net:ckpt=PATH|preset=NAME,seed=S,sims=S,search=gumbel|puct,temp=T,reuse=0|1``
-    (``reuse=1``: the search keeps its tree between the player's moves, subtree reuse);
+    search=puct|gumbel``; ``net:ckpt=PATH|preset=NAME,seed=S,sims=S,search=gumbel|puct,temp=T``;
     ``gtp:cmd="ENGINE COMMAND LINE",timeout=SECONDS``; ``perfect:cache=DIR`` (exact play, boards
     up to 6x6, solved positions kept in DIR). A bare first value sets the main option
     (``alphabeta:4``, ``mcts:200``, ``net:runs/o8``). Every kind also takes ``solve=E`` (exact
@@ -145,6 +142,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
             key, value = main_option, part
         key = key.strip().lower()
         parser = parsers.get(key) or _COMMON.get(key)
+        if parser is None and (kind, key) in _RETIRED_OPTIONS:
+            raise AgentSpecError(f"{kind} option {key} was removed: {_RETIRED_OPTIONS[kind, key]}; drop the option")
         if parser is None:
             allowed = ", ".join(list(parsers) + list(_COMMON))
             raise AgentSpecError(f"unknown option {key!r} for {kind} (options: {allowed})")

@@ -12,13 +12,12 @@ checkpoint that ``othello_jax.checkpoint.load_agent_variables`` reads (supervise
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from othello_jax.commands.command import failure, make_parser
+from othello_jax.commands.command import add_json_flag, failure, make_parser, print_json
 from othello_jax.errors import InputError
 
 DEFAULT_WTHOR = os.environ.get("OTHELLO_JAX_WTHOR", "../shared/data/wthor")
@@ -38,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--positions", type=int, default=0,
                         help="evaluate a fixed random subset of this many positions (default 0 = all)")
     parser.add_argument("--batch-size", type=int, default=4096, help="positions per network call (default 4096)")
-    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_json_flag(parser)
     return parser
 
 
@@ -54,7 +53,7 @@ def main(argv: list[str]) -> int:
         return fail(f"WThor database not found at {args.wthor}; pass --wthor=DIR")
 
     from othello_jax.checkpoint import CheckpointError, load_agent_variables
-    from othello_jax.data import accuracy, expert
+    from othello_jax.data import expert, move_prediction
     from othello_jax.model import make_network
 
     try:
@@ -69,21 +68,21 @@ def main(argv: list[str]) -> int:
                                        args.cache_dir or None, progress=progress)
     except InputError as error:  # an unreadable WThor file
         return fail(str(error))
-    rows = accuracy.subsample(data.test, args.positions)
+    rows = move_prediction.subsample(data.test, args.positions)
     if rows.size == 0:
         return fail(f"no held-out games from {args.test_from_year} on in {args.wthor}")
     net = make_network(size, network_config)
     started = time.time()
-    rank = accuracy.ranks(accuracy.network_policy(net), variables, rows, args.batch_size, progress)
-    result = accuracy.summarize(rank, rows)
+    rank = move_prediction.ranks(move_prediction.network_policy(net), variables, rows, args.batch_size, progress)
+    result = move_prediction.summarize(rank, rows)
     if args.json:
-        print(json.dumps({"checkpoint": args.checkpoint, "network": str(network_config), **result}))
+        print_json({"checkpoint": args.checkpoint, "network": str(network_config), **result})
         return 0
     print(f"\r{' ' * 40}\r", end="", file=sys.stderr)
     print(f"{args.checkpoint}: {network_config}")
     print(f"held-out WThor games from {args.test_from_year}: {rows.size} (position, move) pairs "
           f"evaluated in {time.time() - started:.0f}s")
-    print(accuracy.format_report(result))
+    print(move_prediction.format_report(result))
     return 0
 
 

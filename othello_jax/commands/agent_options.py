@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 import functools
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from othello_jax.errors import InputError
 from othello_jax.game import SIZES, Othello
+
+if TYPE_CHECKING:  # imported when building: the agents bring JAX along
+    from othello_jax.agents import Agent
+    from othello_jax.evaluation.analysis import Analyzer
 
 
 class AgentOptionError(InputError):
@@ -27,9 +31,9 @@ class Player(NamedTuple):
     name: str
     size: int
     sizes: tuple[int, ...]
-    make_agent: Callable[[Othello], Any]
-    analyzer: Any
-    commentary: Callable[[Any], str] | None
+    make_agent: Callable[[Othello], Agent]
+    analyzer: Analyzer | None
+    commentary: Callable[[Agent], str] | None
 
 
 def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True) -> None:
@@ -44,29 +48,27 @@ def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True) -> 
                                                             "checkpoint's, else 8)")
 
 
-def network_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Player:
+def checkpoint_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Player:
     """A trained network from a checkpoint, searching ``sims`` simulations per move."""
     from othello_jax.agents import playing_search_config
-    from othello_jax.checkpoint import load_agent_variables
-    from othello_jax.evaluation.analysis import Analyzer, SearchingAgent, format_summary
-    from othello_jax.model import make_network
+    from othello_jax.agents.neural import load_network, network_apply_fn
+    from othello_jax.evaluation.analysis import Analyzer, format_search_line
 
     try:
-        network, variables, size = load_agent_variables(checkpoint)
+        game, network, variables = load_network(checkpoint)  # as `--agent=net:ckpt=PATH` loads it
         config = playing_search_config(variant, sims)
     except InputError as error:  # a missing or incompatible checkpoint, an unknown search variant
         raise AgentOptionError(str(error)) from None
-    game = Othello(size)
-    net = make_network(size, network)
-    analyzer = Analyzer(game, functools.partial(net.apply, train=False), variables, config)
-    agent = SearchingAgent(analyzer, name=f"network, {sims} sims")
+    size = game.size
+    analyzer = Analyzer(game, network_apply_fn(game, network), variables, config)
+    agent = analyzer.agent(name=f"network, {sims} sims")
 
-    def make_agent(wanted: Othello) -> Any:
+    def make_agent(wanted: Othello) -> Agent:
         if wanted != game:
             raise AgentOptionError(f"the checkpoint plays {size}x{size}, not {wanted.size}x{wanted.size}")
         return agent
 
-    commentary = lambda agent: format_summary(agent.last) if agent.last is not None else ""
+    commentary = lambda agent: format_search_line(analyzer.last_move) if analyzer.last_move is not None else ""
     return Player(agent.name, size, (size,), make_agent, analyzer, commentary)
 
 
@@ -75,7 +77,7 @@ def spec_player(spec: str, size: int) -> Player:
     from othello_jax.agents import parse_agent
 
     @functools.cache
-    def make_agent(game: Othello) -> Any:
+    def make_agent(game: Othello) -> Agent:
         try:
             return parse_agent(spec, game)
         except InputError as error:
@@ -97,7 +99,7 @@ def build(args: argparse.Namespace) -> Player:
     if args.sims < 1:
         raise AgentOptionError(f"--sims must be at least 1, got {args.sims}")
     if args.checkpoint:
-        player = network_player(args.checkpoint, args.sims, args.search)
+        player = checkpoint_player(args.checkpoint, args.sims, args.search)
         if args.size and args.size != player.size:
             raise AgentOptionError(f"the checkpoint plays {player.size}x{player.size}, not --size={args.size}")
         return player

@@ -10,19 +10,18 @@ search visits, network prior and search value (q), all from the side to move's v
 from __future__ import annotations
 
 import argparse
-import sys
 
 import jax
 
 from othello_jax.commands import agent_options
+from othello_jax.commands.command import failure, make_parser
 from othello_jax.evaluation.analysis import format_analysis
 from othello_jax.game import NotationError, Othello, render
 from othello_jax.interface.session import GameSession, color_name
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="othello-jax analyze", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = make_parser("analyze", __doc__)
     agent_options.add_arguments(parser, spec_agents=False)
     parser.add_argument("--board", help='board string: squares a1..h8 row by row (X, O, -), a space, the side '
                                         'to move (X or O); default: the initial position')
@@ -34,14 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    fail = lambda message: print(f"othello-jax analyze: {message}", file=sys.stderr) or 2
+    fail = failure("analyze")
     if args.top < 1:
         return fail(f"--top must be at least 1, got {args.top}")
     try:
         player = agent_options.build(args)
         session = GameSession.from_text(Othello(player.size), args.board, args.moves)
     except (agent_options.AgentOptionError, NotationError) as error:
-        return fail(str(error))
+        return fail(error)
     print(render(session.state, session.game))
     if session.is_over:
         print(f"game over: {session.result_text()}")

@@ -1,10 +1,20 @@
-"""What every `othello-jax COMMAND` shares: its argument parser, its one-line error exit, and
-:func:`run_command`, which turns what escapes a command into one line and an exit status."""
+"""What every `othello-jax COMMAND` shares: its argument parser, its one-line error exit, its
+result printing, and :func:`run_command`, which turns what escapes a command into one line and
+an exit status.
+
+A command module ``othello_jax/commands/NAME.py`` builds its parser with :func:`make_parser`,
+answers bad input it checks itself with ``return fail(message)`` (``fail = failure(NAME)``: one
+line on stderr, exit 2; so its ``main`` can be called directly, as the tests do), lets other
+:class:`~othello_jax.errors.InputError` escape to :func:`run_command`, and prints a ``--json``
+result with :func:`print_json`. ``train`` alone parses with absl (its ``--config.x.y=VALUE``
+overrides come from ml_collections' config flags).
+"""
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import sys
 import tempfile
@@ -23,8 +33,19 @@ ERRORS_LOG = "errors.log"
 
 
 def make_parser(name: str, doc: str | None) -> argparse.ArgumentParser:
-    """The parser of `othello-jax NAME`, described by the first paragraph of the module's ``doc``."""
-    return argparse.ArgumentParser(prog=f"othello-jax {name}", description=(doc or "").split("\n\n")[0])
+    """The parser of `othello-jax NAME`; ``--help`` shows the module's ``doc`` as written (its examples)."""
+    return argparse.ArgumentParser(prog=f"othello-jax {name}", description=doc,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    """``--json``: print the result as one JSON line (for scripts) instead of a table."""
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON line")
+
+
+def print_json(record: dict) -> None:
+    """A command's ``--json`` result: one line on stdout."""
+    print(json.dumps(record), flush=True)
 
 
 def failure(name: str) -> Callable[..., int]:

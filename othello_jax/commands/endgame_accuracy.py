@@ -13,17 +13,17 @@ fraction of optimal moves and the mean disc loss are reported.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
 import jax
 
 from othello_jax.commands import agent_options
+from othello_jax.commands.command import add_json_flag, failure, make_parser, print_json
 from othello_jax.errors import InputError
 from othello_jax.game import Othello
 from othello_jax.solver import BACKENDS, resolve_backend
-from othello_jax.solver.accuracy import (
+from othello_jax.solver.move_checks import (
     collect_moves,
     format_report,
     judge_moves,
@@ -33,9 +33,8 @@ from othello_jax.solver.accuracy import (
 )
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="othello-jax endgame-accuracy", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def build_parser() -> argparse.ArgumentParser:
+    parser = make_parser("endgame-accuracy", __doc__)
     agent_options.add_arguments(parser)
     parser.add_argument("--opponent", help="agent spec of the other side (default: the agent plays both sides)")
     parser.add_argument("--games", type=int, default=32, help="games to play (default 32)")
@@ -47,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", default="auto",
                         help=f"solver: {', '.join(BACKENDS)} (default auto: C if it builds)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", action="store_true", help="print the report as one JSON line")
+    add_json_flag(parser)
     return parser
 
 
@@ -66,7 +65,8 @@ def _act(agent):
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
+    fail = failure("endgame-accuracy")
     try:
         player = agent_options.build(args)
         game = Othello(args.size or player.size)
@@ -81,9 +81,8 @@ def main(argv: list[str]) -> int:
             starts = opening_starts(args.openings, game, args.games, args.seed)
         else:
             starts = random_starts(game, args.games, args.random_plies, jax.random.fold_in(key, 1))
-    except (InputError, OSError) as err:  # bad options or openings, no C compiler for --backend=c
-        print(f"endgame-accuracy: {err}", file=sys.stderr)
-        return 2
+    except (InputError, OSError) as error:  # bad options or openings, no C compiler for --backend=c
+        return fail(error)
     if backend == "jax" and args.empties > 12:
         print(f"note: no C compiler, so the JAX solver judges the moves; {args.empties} empties may be slow",
               file=sys.stderr)
@@ -93,18 +92,16 @@ def main(argv: list[str]) -> int:
     try:
         states, actions = collect_moves(_act(agent), starts, game, args.empties, key,
                                         None if opponent is None else _act(opponent))
-    except InputError as err:  # e.g. an external engine that failed or played an illegal move
-        print(f"endgame-accuracy: {err}", file=sys.stderr)
-        return 2
+    except InputError as error:  # e.g. an external engine that failed or played an illegal move
+        return fail(error)
     print(f"solving {2 * len(actions)} positions with the {backend} solver ...", file=sys.stderr)
     report = summarize(judge_moves(states, actions, game, backend))
     if report.positions == 0:
         print(f"note: the agent made no move with at most {args.empties} empty squares left", file=sys.stderr)
         report = report._replace(keeps_result=None, optimal=None, mean_disc_loss=None)
     if args.json:
-        print(json.dumps({"agent": player.name, "opponent": args.opponent, "games": args.games,
-                          "max_empties": args.empties, **report._asdict(),
-                          "seconds": round(time.time() - begin, 1)}))
+        print_json({"agent": player.name, "opponent": args.opponent, "games": args.games,
+                    "max_empties": args.empties, **report._asdict(), "seconds": round(time.time() - begin, 1)})
     elif report.positions:
         print(format_report(report))
     return 0

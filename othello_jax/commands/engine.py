@@ -14,12 +14,12 @@ import argparse
 import sys
 
 from othello_jax.commands import agent_options
+from othello_jax.commands.command import failure, make_parser
 from othello_jax.interface.gtp_server import GtpEngine, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="othello-jax engine", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = make_parser("engine", __doc__)
     parser.add_argument("--protocol", default="gtp", help="engine protocol (only gtp)")
     agent_options.add_arguments(parser)
     parser.add_argument("--seed", type=int, default=0, help="random seed for the agent")
@@ -29,14 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    fail = failure("engine")
     if args.protocol.lower() != "gtp":
-        print(f"othello-jax engine: unknown --protocol {args.protocol!r}; only gtp is supported", file=sys.stderr)
-        return 2
+        return fail(f"unknown --protocol {args.protocol!r}; only gtp is supported")
     try:
         player = agent_options.build(args)
     except agent_options.AgentOptionError as error:
-        print(f"othello-jax engine: {error}", file=sys.stderr)
-        return 2
+        return fail(error)
     engine = GtpEngine(player.make_agent, size=player.size, sizes=player.sizes, seed=args.seed, name=args.name)
     print(f"othello-jax engine: {player.name} on {player.size}x{player.size}, speaking GTP", file=sys.stderr)
     return serve(engine, sys.stdin, sys.stdout)

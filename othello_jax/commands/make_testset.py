@@ -17,10 +17,10 @@ import time
 
 from othello_jax.commands.command import failure, make_parser
 from othello_jax.errors import InputError
-from othello_jax.evaluation.testset import DEFAULT_COUNT, DEFAULT_HIGH, DEFAULT_LOW, make_testset
+from othello_jax.evaluation.perfect_set import DEFAULT_COUNT, DEFAULT_HIGH, DEFAULT_LOW, make_testset
 from othello_jax.game import SIZES, Othello
 from othello_jax.solver import BACKENDS
-from othello_jax.solver import testset as ts
+from othello_jax.solver import solved_moves as ts
 
 
 def build_parser() -> argparse.ArgumentParser:

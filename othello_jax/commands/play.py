@@ -20,6 +20,7 @@ from typing import Any, TextIO
 import jax
 
 from othello_jax.commands import agent_options
+from othello_jax.commands.command import failure, make_parser
 from othello_jax.evaluation.analysis import format_analysis
 from othello_jax.game import NotationError, Othello, parse_board, render, square_name
 from othello_jax.interface.session import GameSession, color_name
@@ -113,8 +114,7 @@ def finish(session: GameSession, stdout: TextIO) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="othello-jax play", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = make_parser("play", __doc__)
     agent_options.add_arguments(parser)
     parser.add_argument("--color", default="black", help="your colour: black (moves first) or white")
     parser.add_argument("--seed", type=int, default=0, help="random seed for the agent")
@@ -127,10 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    fail = failure("play")
     color = args.color.strip().lower()
     if color not in ("black", "white", "b", "w"):
-        print(f"othello-jax play: --color must be black or white, got {args.color!r}", file=sys.stderr)
-        return 2
+        return fail(f"--color must be black or white, got {args.color!r}")
     try:
         player = agent_options.build(args)
         size = player.size
@@ -138,8 +138,7 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
             size = parse_board(args.board)[1].size  # an agent for any size: the board decides
         session = GameSession.from_text(Othello(size), args.board, args.moves)
     except (agent_options.AgentOptionError, NotationError) as error:
-        print(f"othello-jax play: {error}", file=sys.stderr)
-        return 2
+        return fail(error)
     game = session.game
     hint = None
     if player.analyzer is not None:

@@ -13,18 +13,17 @@ value, do not count. Make the file with `othello-jax make-testset`.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import jax
 
 from othello_jax.commands import agent_options
-from othello_jax.commands.command import failure, make_parser
+from othello_jax.commands.command import add_json_flag, failure, make_parser, print_json
 from othello_jax.errors import InputError
-from othello_jax.evaluation.testset import score_agent
+from othello_jax.evaluation.perfect_set import score_agent
 from othello_jax.game import Othello
-from othello_jax.solver import testset as ts
-from othello_jax.solver.accuracy import format_bands
+from othello_jax.solver import solved_moves as ts
+from othello_jax.solver.move_checks import format_bands
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--file", help=f"test set file (default: the packaged {ts.DEFAULT_PATH.name})")
     parser.add_argument("--batch", type=int, default=0, help="positions per agent call (default: all)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", action="store_true", help="print the report as one JSON line")
+    add_json_flag(parser)
     return parser
 
 
@@ -64,8 +63,8 @@ def main(argv: list[str]) -> int:
     seconds = time.perf_counter() - begin
     if args.json:
         bands = {f"{high}-{low}": line._asdict() for (high, low), line in report.bands.items()}
-        print(json.dumps({"agent": player.name, "positions": report.total.moves, **report.total._asdict(),
-                          "bands": bands, "seconds": round(seconds, 1)}))
+        print_json({"agent": player.name, "positions": report.total.moves, **report.total._asdict(),
+                    "bands": bands, "seconds": round(seconds, 1)})
         return 0
     print(f"{player.name} on {report.total.moves} test positions ({testset.size}x{testset.size}), "
           f"{seconds:.1f} s; intervals 95% (Wilson for shares, normal for means)")

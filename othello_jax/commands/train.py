@@ -23,7 +23,6 @@ cores: a run started before this default (one lane) resumes on one lane. ``JAX_N
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -34,6 +33,7 @@ from ml_collections import config_flags
 
 from othello_jax.commands.command import failure, run_command
 from othello_jax.errors import InputError
+from othello_jax.training.retired import check_overrides, retired_error, retired_in_message
 
 EXIT_INTERRUPTED = 75  # EX_TEMPFAIL: stopped early and checkpointed; try again later to resume
 USAGE = "usage: othello-jax train --config=experiments/configs/othello6_cpu.py --workdir=DIR [--config.x.y=VALUE ...]"
@@ -46,6 +46,7 @@ def parse(argv: list[str]):
             argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None)
         if path is not None and not Path(path.split(":")[0]).is_file():
             raise InputError(f"config file {path} not found")
+    check_overrides(argv)
     values = flags.FlagValues()
     config_flag = config_flags.DEFINE_config_file("config", None, "training config file (get_config())",
                                                   flag_values=values, sys_argv=["train"] + list(argv))
@@ -55,6 +56,9 @@ def parse(argv: list[str]):
     except flags.Error as error:
         raise InputError(str(error).splitlines()[0]) from None
     except (AttributeError, KeyError) as error:  # ml_collections: an override naming no setting
+        retired = retired_in_message(str(error))  # or a config file setting a field of a removed section
+        if retired:
+            raise retired_error(retired) from None
         raise InputError(f"--config override names no setting: {_one_line_key_error(error)}") from None
     except (TypeError, ValueError) as error:
         raise InputError(f"bad --config override: {str(error).splitlines()[0]}") from None
@@ -91,15 +95,10 @@ def _one_line_key_error(error: BaseException) -> str:
 
 def checkpoint_lanes(workdir: str | Path) -> int | None:
     """The replay lanes of the workdir's latest checkpoint (read from its JSON meta), or None."""
-    root = Path(workdir).expanduser() / "checkpoints"
-    steps = sorted((int(p.name) for p in root.iterdir() if p.name.isdigit()), reverse=True) if root.is_dir() else []
-    for step in steps:
-        try:
-            meta = json.loads((root / str(step) / "meta" / "metadata").read_text())
-        except (OSError, ValueError):
-            continue  # unreadable: the restore itself will say so
-        return int(meta["lanes"]) if isinstance(meta, dict) and meta.get("lanes") else None
-    return None
+    from othello_jax.checkpoint import latest_saved_meta
+
+    meta = latest_saved_meta(workdir)
+    return int(meta["lanes"]) if meta and meta.get("lanes") else None
 
 
 def host_devices(config, workdir: str | Path, cores: int, environ: Mapping[str, str] = os.environ) -> int | None:

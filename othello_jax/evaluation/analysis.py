@@ -1,8 +1,8 @@
 """What the network and its search think of a position: prior policy, value, visit counts.
 
 Shared by the `analyze` command, the terminal `play` commentary and the play notebook.
-:class:`Analyzer` jits one search function for a network and search settings;
-:class:`SearchingAgent` plays the search's move and remembers the analysis behind it.
+:class:`Analyzer` jits one search function for a network and search settings; its
+:meth:`Analyzer.agent` plays the search's move and keeps the analysis behind it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from othello_jax.agents.network import search_fn
+from othello_jax.agents import Agent
+from othello_jax.agents.neural import search_fn
 from othello_jax.game import Othello, State, batch_of_one, square_name
 from othello_jax.search import ApplyFn, SearchResult
 
@@ -67,6 +68,7 @@ class Analyzer:
         self.variables = variables
         self.search_config = ml_collections.FrozenConfigDict(search_config)
         self._search: Callable[[dict, State, jax.Array], SearchResult] = search_fn(game, apply_fn, self.search_config)
+        self.last_move: PositionAnalysis | None = None  # behind the last move of :meth:`agent`'s agent
 
     def search(self, states: State, key: jax.Array) -> SearchResult:
         """Search a batch of positions (leading axis B)."""
@@ -77,21 +79,16 @@ class Analyzer:
         return summarize(self.search(batch_of_one(state), key), 0, self.game)
 
 
-class SearchingAgent:
-    """A host-side agent (``act(states, key) -> int32[B]``) that plays the search's move and
-    keeps the analysis of the first position of its last call in ``last``."""
+    def agent(self, name: str = "network+search") -> Agent:
+        """The search as a host :class:`~othello_jax.agents.Agent` that plays the search's move and
+        keeps the analysis of the first position of its last call in :attr:`last_move`."""
 
-    jittable = False
+        def act(states: State, key: jax.Array) -> jax.Array:
+            result = self.search(states, key)
+            self.last_move = summarize(result, 0, self.game)
+            return result.action
 
-    def __init__(self, analyzer: Analyzer, name: str = "network+search"):
-        self.analyzer = analyzer
-        self.name = name
-        self.last: PositionAnalysis | None = None
-
-    def act(self, states: State, key: jax.Array) -> jax.Array:
-        result = self.analyzer.search(states, key)
-        self.last = summarize(result, 0, self.analyzer.game)
-        return result.action
+        return Agent(name=name, act=act, jittable=False)
 
 
 def format_value(value: float) -> str:
@@ -99,7 +96,7 @@ def format_value(value: float) -> str:
     return f"{value:+.2f} ({50 * (value + 1):.0f}%)"
 
 
-def format_summary(analysis: PositionAnalysis, top: int = 5) -> str:
+def format_search_line(analysis: PositionAnalysis, top: int = 5) -> str:
     """One line: the searcher's value estimate and its most visited moves."""
     moves = ", ".join(f"{m.square} {m.visits}" for m in analysis.moves[:top])
     return f"value estimate {format_value(analysis.search_value)}; top moves (visits): {moves}"

@@ -98,71 +98,39 @@ def _ignoring_params(act: Callable) -> Callable:
     return lambda params, states, key: act(states, key)
 
 
-@functools.cache
-def _no_memory(fn: Callable) -> tuple[Callable, Callable]:
-    """``fn(params, states, key)`` as (init_memory, act_with_memory) with an empty (None) memory."""
-    return (lambda params, states: None), (lambda params, memory, states, key: (fn(params, states, key), None))
-
-
-def _parametric(agent: Agent) -> tuple[tuple[Callable, Callable], object]:
-    """((init_memory(params, states), act(params, memory, states, key) -> (actions, memory)), params)
-    for any jittable agent; agents without memory carry ``None``."""
-    if agent.act_with_memory is not None and agent.init_memory is not None:
-        return (agent.init_memory, agent.act_with_memory), agent.params
+def _parametric(agent: Agent) -> tuple[Callable, object]:
+    """(fn(params, states, key), params) for any jittable agent."""
     if agent.act_with_params is not None:
-        return _no_memory(agent.act_with_params), agent.params
-    return _no_memory(_ignoring_params(agent.act)), None
-
-
-def _memories(init: Callable, params, s0: State, s1: State) -> tuple:
-    """An agent's empty memory for every game: one per copy (the agent moves in both copies)."""
-    return init(params, s0), init(params, s1)
-
-
-def _act_in(act: Callable, params, memories: tuple, states: State, in_copy0: jax.Array,
-            key: jax.Array) -> tuple[jax.Array, tuple]:
-    """Move in each opening's copy 0 where ``in_copy0``, else copy 1, with that game's memory;
-    the memory returned replaces that game's only."""
-    take = lambda a, b: jax.tree.map(lambda x, y: jnp.where(_rows(in_copy0, x), x, y), a, b)
-    actions, memory = act(params, take(memories[0], memories[1]), states, key)
-    return actions, (take(memory, memories[0]), take(memories[1], memory))
-
-
-def _rows(flag: jax.Array, x: jax.Array) -> jax.Array:
-    return flag.reshape(flag.shape + (1,) * (jnp.ndim(x) - 1))
+        return agent.act_with_params, agent.params
+    return _ignoring_params(agent.act), None
 
 
 @functools.lru_cache(maxsize=16)
-def _compiled_match(game: Othello, first_fns: tuple[Callable, Callable], second_fns: tuple[Callable, Callable]
-                    ) -> Callable:
+def _compiled_match(game: Othello, first_fn: Callable, second_fn: Callable) -> Callable:
     """The whole match as one jitted function of (copy 0 starts, copy 1 starts, key, params of
-    the first agent, params of the second). Each agent's memory (``_parametric``) is carried per
-    game: each opening's two copies hold their own."""
+    the first agent, params of the second)."""
     plies = max_plies(game)
-    (first_init, first_fn), (second_init, second_fn) = first_fns, second_fns
 
     def run(s0: State, s1: State, key: jax.Array, first_params, second_params):
         count = s0.ply.shape[0]
         no = jnp.zeros(count, bool)
-        memories = (_memories(first_init, first_params, s0, s1), _memories(second_init, second_params, s0, s1))
-        init = (jnp.zeros((), jnp.int32), s0, s1, jnp.full((2, count, plies), -1, jnp.int32), key, no, no, memories)
+        init = (jnp.zeros((), jnp.int32), s0, s1, jnp.full((2, count, plies), -1, jnp.int32), key, no, no)
 
         def cond(carry):
             t, s0, s1 = carry[:3]
             return (t < plies) & ~jnp.all(s0.terminal & s1.terminal)
 
         def body(carry):
-            t, s0, s1, moves, key, bad_first, bad_second, (first_mem, second_mem) = carry
+            t, s0, s1, moves, key, bad_first, bad_second = carry
             key, first_key, second_key = jax.random.split(key, 3)
             for_first, for_second, first_in_0 = _split(s0, s1)
-            first_actions, first_mem = _act_in(first_fn, first_params, first_mem, for_first, first_in_0, first_key)
-            second_actions, second_mem = _act_in(second_fn, second_params, second_mem, for_second, ~first_in_0,
-                                                 second_key)
-            s0, s1, m0, m1, ill_f, ill_s = _advance(game, s0, s1, first_in_0, first_actions, second_actions)
+            s0, s1, m0, m1, ill_f, ill_s = _advance(game, s0, s1, first_in_0,
+                                                    first_fn(first_params, for_first, first_key),
+                                                    second_fn(second_params, for_second, second_key))
             moves = jax.lax.dynamic_update_slice(moves, jnp.stack([m0, m1])[:, :, None], (0, 0, t))
-            return t + 1, s0, s1, moves, key, bad_first | ill_f, bad_second | ill_s, (first_mem, second_mem)
+            return t + 1, s0, s1, moves, key, bad_first | ill_f, bad_second | ill_s
 
-        _, s0, s1, moves, _, bad_first, bad_second, _ = jax.lax.while_loop(cond, body, init)
+        _, s0, s1, moves, _, bad_first, bad_second = jax.lax.while_loop(cond, body, init)
         return moves, s0, s1, bad_first, bad_second
 
     return jax.jit(run)
@@ -197,42 +165,18 @@ def _host_steps(game: Othello) -> tuple[Callable, Callable]:
     return jax.jit(_split), jax.jit(functools.partial(_advance, game))
 
 
-@functools.cache
-def _host_act_in(act: Callable) -> Callable:
-    """Jitted :func:`_act_in` for one agent's ``act_with_memory`` (host loop)."""
-    return jax.jit(functools.partial(_act_in, act))
-
-
-class _HostPlayer:
-    """One agent in the host loop: ``act``, or ``act_with_memory`` with a memory per game."""
-
-    def __init__(self, agent: Agent, s0: State, s1: State):
-        self.agent = agent
-        self.memory = agent.act_with_memory is not None and agent.init_memory is not None
-        if self.memory:
-            self.memories = _memories(agent.init_memory, agent.params, s0, s1)
-
-    def act(self, states: State, in_copy0: jax.Array, key: jax.Array) -> jax.Array:
-        if not self.memory:
-            return jnp.asarray(self.agent.act(states, key), jnp.int32)
-        fn = _host_act_in(self.agent.act_with_memory)
-        actions, self.memories = fn(self.agent.params, self.memories, states, in_copy0, key)
-        return jnp.asarray(actions, jnp.int32)
-
-
 def _play_host(game: Othello, first: Agent, second: Agent, starts: State, key: jax.Array) -> _Played:
     """Ply by ply from Python (for agents that cannot be traced, such as external engines)."""
     split, advance = _host_steps(game)
     s0 = s1 = starts
     columns, bad_first, bad_second = [], False, False
-    first_player, second_player = _HostPlayer(first, s0, s1), _HostPlayer(second, s0, s1)
     for _ in range(max_plies(game)):
         if bool(jnp.all(s0.terminal & s1.terminal)):
             break
         key, first_key, second_key = jax.random.split(key, 3)
         for_first, for_second, first_in_0 = split(s0, s1)
-        first_actions = first_player.act(for_first, first_in_0, first_key)
-        second_actions = second_player.act(for_second, ~first_in_0, second_key)
+        first_actions = jnp.asarray(first.act(for_first, first_key), jnp.int32)
+        second_actions = jnp.asarray(second.act(for_second, second_key), jnp.int32)
         s0, s1, m0, m1, ill_f, ill_s = advance(s0, s1, first_in_0, first_actions, second_actions)
         columns.append(np.stack([np.asarray(m0), np.asarray(m1)]))
         bad_first, bad_second = bad_first | np.asarray(ill_f), bad_second | np.asarray(ill_s)

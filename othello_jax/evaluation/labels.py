@@ -14,7 +14,7 @@ greedy and alpha-beta play). Positions are drawn per band of empty squares (``8-
 one per game and number of empties, distinct, in a seeded order; positions with one legal move
 are skipped. Games are played in seeded rounds until every number of empties has enough.
 
-The file is a test set (:mod:`othello_jax.solver.testset`: :func:`~othello_jax.evaluation.testset.score_agent`
+The file is a test set (:mod:`othello_jax.solver.solved_moves`: :func:`~othello_jax.evaluation.perfect_set.score_agent`
 scores on it) with four more arrays per position: ``game`` (its game's id), ``outcome`` (that
 game's final disc difference from the position's mover: the z target), ``split`` (``"test"`` for
 the ~20% of games a hash of the seed and game id holds out, else ``"train"``: no game is on both
@@ -38,9 +38,9 @@ import numpy as np
 
 from othello_jax.agents import Agent, parse_agent, parse_spec, random_agent
 from othello_jax.errors import InputError
-from othello_jax.evaluation.testset import candidate_rows, empties_counts, play_games
+from othello_jax.evaluation.perfect_set import candidate_rows, empties_counts, mixed_play_games
 from othello_jax.game import Othello, State
-from othello_jax.solver import testset as ts
+from othello_jax.solver import solved_moves as ts
 from othello_jax.solver.cache import SolvedPositions
 
 SOURCES = ("selfplay", "offdist")
@@ -183,7 +183,7 @@ def make_labels(game: Othello, source: str, bands: dict[Band, int], seed: int = 
         agents = [parse_agent(spec, game), opening_agent(spec, game)]
         play = lambda games, key: selfplay_games(game, agents[0], agents[1], games, sample_plies, key)
     else:
-        play = lambda games, key: play_games(game, games, key)
+        play = lambda games, key: mixed_play_games(game, games, key)
     try:
         trace, rows = _play_until(play, game, needed, seed, progress)
     finally:

@@ -111,7 +111,7 @@ def balanced_openings(game: Othello, count: int, plies: int, key: jax.Array, dep
     draw_key, order_key = jax.random.split(key)
     total = max(candidates * count, 256)  # a common floor: small requests share one compiled draw
     states, actions = _random_lines(draw_key, game, total, plies)
-    _, value, _ = jax.jit(alphabeta.search, static_argnums=(1, 2))(states, game, depth)
+    _, value, _ = jax.jit(alphabeta.negamax, static_argnums=(1, 2))(states, game, depth)
     black, white = game.black_white(states)
     keys = np.stack([np.asarray(x) for x in (black.lo, black.hi, white.lo, white.hi, states.color)], axis=1)
     value, finished = np.abs(np.asarray(value)), np.asarray(states.terminal)

@@ -15,7 +15,9 @@ from typing import NamedTuple
 import numpy as np
 
 from othello_jax.evaluation.arena import MatchResult
-from othello_jax.solver.accuracy import (
+from othello_jax.game.bitboard import PASS_SQUARE
+from othello_jax.solver.cache import SolvedPositions, child
+from othello_jax.solver.move_checks import (
     GAME_BANDS,
     BandReport,
     MoveChecks,
@@ -23,7 +25,6 @@ from othello_jax.solver.accuracy import (
     summarize_bands,
     wilson_interval,
 )
-from othello_jax.solver.cache import PASS_SQUARE, SolvedPositions, child
 
 
 class GameLine(NamedTuple):
@@ -104,7 +105,7 @@ def judge_match(result: MatchResult, positions: SolvedPositions, first: bool = T
 
 def format_report(report: PerfectPlayReport) -> str:
     """Games (all, as black, as white), then the agent's moves by band; 95% intervals."""
-    from othello_jax.solver.accuracy import format_bands
+    from othello_jax.solver.move_checks import format_bands
 
     rows = [f"{report.agent} against perfect play (95% intervals: normal for means, Wilson for shares)",
             f"{'games':>8} {'n':>5} {'disc loss per game':>26} {'keeps outcome':>24} {'flawless':>9}"]

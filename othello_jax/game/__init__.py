@@ -12,7 +12,7 @@ from othello_jax.game.notation import (
     square_name,
 )
 from othello_jax.game.perft import perft
-from othello_jax.game.rules import BLACK, SIZES, WHITE, Othello, State, batch_of_one, state_nbytes
+from othello_jax.game.rules import BLACK, SIZES, WHITE, ActFn, Othello, State, batch_of_one, state_nbytes
 from othello_jax.game.symmetry import (
     NUM_SYMMETRIES,
     compose,
@@ -25,7 +25,7 @@ from othello_jax.game.symmetry import (
 )
 
 __all__ = [
-    "BLACK", "WHITE", "SIZES", "NUM_SYMMETRIES", "NotationError", "Othello", "State",
+    "ActFn", "BLACK", "WHITE", "SIZES", "NUM_SYMMETRIES", "NotationError", "Othello", "State",
     "batch_of_one", "board_string", "compose", "format_transcript", "inverse", "parse_board", "parse_square",
     "parse_transcript", "perft", "play_transcript", "render", "square_name", "state_nbytes",
     "transform_action", "transform_bitboard", "transform_grid", "transform_policy", "transform_state",

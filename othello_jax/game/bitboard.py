@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 U32 = jnp.uint32
+PASS_SQUARE = 64  # the pass move in square codes (0..63 are squares), as the solvers and alpha-beta use
 _MASK32 = 0xFFFFFFFF
 
 

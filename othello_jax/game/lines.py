@@ -3,7 +3,6 @@ replayer that every consumer (opening files, self-play openings, game databases)
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -97,10 +96,3 @@ def replay_lines(table: jax.Array, game: Othello) -> ReplayedLines:
 
 
 replay_lines_jit = jax.jit(replay_lines, static_argnums=1)
-
-
-@functools.partial(jax.jit, static_argnums=1)
-def final_positions(table: jax.Array, game: Othello) -> tuple[State, jax.Array]:
-    """Positions after each line and each line's first problem (``LINE_OK`` if none)."""
-    out = replay_lines(table, game)
-    return out.final, out.error

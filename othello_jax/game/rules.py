@@ -15,6 +15,7 @@ method broadcasts over leading batch axes and also works under ``vmap``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -47,6 +48,10 @@ class State(NamedTuple):
     passed: jax.Array
     terminal: jax.Array
     ply: jax.Array
+
+
+# A batched move chooser, what every agent and judge passes around: (states, key) -> int32[B] actions.
+ActFn = Callable[[State, jax.Array], jax.Array]
 
 
 def state_nbytes(state: State) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 
-from othello_jax.evaluation.analysis import Analyzer, PositionAnalysis, format_analysis, format_summary
+from othello_jax.evaluation.analysis import Analyzer, PositionAnalysis, format_analysis, format_search_line
 from othello_jax.game import NotationError, Othello, render, square_name
 from othello_jax.game import bitboard as bb
 from othello_jax.interface.board_svg import board_svg
@@ -22,14 +22,15 @@ from othello_jax.interface.session import GameSession, color_name
 class NotebookGame:
     """A game between the notebook user (``human`` colour) and an agent.
 
-    With a :class:`SearchingAgent` the analysis behind each agent move (value estimate, top
-    moves with visits) is kept and shown; ``hint()`` searches the user's position too.
+    With the agent of ``analyzer`` (:meth:`Analyzer.agent`) the analysis behind each agent move
+    (value estimate, top moves with visits) is kept and shown; ``hint()`` searches the user's
+    position too.
     """
 
     def __init__(self, agent: Any, game: Othello = Othello(8), human: int = 0, seed: int = 0,
                  analyzer: Analyzer | None = None):
         self.agent = agent
-        self.analyzer = analyzer or getattr(agent, "analyzer", None)
+        self.analyzer = analyzer
         self.session = GameSession(game)
         self.human = human
         self.message = ""
@@ -79,8 +80,10 @@ class NotebookGame:
     def _agent_turns(self) -> None:
         while not self.session.is_over and self.session.to_move != self.human:
             self._key, key = jax.random.split(self._key)
+            if self.analyzer is not None:
+                self.analyzer.last_move = None  # set again only if the agent is the analyzer's
             action = self.session.agent_move(self.agent, key)
-            self.agent_analysis = getattr(self.agent, "last", None)
+            self.agent_analysis = self.analyzer.last_move if self.analyzer is not None else None
             self.session.play(action)
             if action == self.session.game.pass_action:
                 said = "passes"
@@ -104,7 +107,7 @@ class NotebookGame:
         """The agent's value estimate and top moves for its last move (text)."""
         if self.agent_analysis is None:
             return ""
-        return "Agent's " + format_summary(self.agent_analysis) + " (its own view)"
+        return "Agent's " + format_search_line(self.agent_analysis) + " (its own view)"
 
     def _repr_html_(self) -> str:
         labels = None

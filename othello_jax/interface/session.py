@@ -4,12 +4,6 @@ play notebook.
 A :class:`GameSession` keeps every position so far (for undo and the game record) and checks
 each move for legality with a clear message. It works on single, unbatched states; the
 agents work on batches, so :func:`agent_action` wraps one position into a batch of one.
-
-Agents with a memory (``Agent.act_with_memory``: a network with ``reuse=1`` keeps its search
-tree between its moves) get theirs back at their next move in this game; the session forgets
-every memory on :meth:`GameSession.undo` and :meth:`GameSession.reset` (``clear_board``, a new
-game, a position set up anew). :attr:`GameSession.reused_nodes` says what the last agent search
-inherited.
 """
 
 from __future__ import annotations
@@ -152,8 +146,6 @@ class GameSession:
     def undo(self, plies: int = 1) -> int:
         """Take back up to ``plies`` plies; returns how many were taken back."""
         count = min(plies, len(self.actions))
-        if count:
-            self.forget()
         for _ in range(count):
             self.states.pop()
             self.actions.pop()
@@ -173,29 +165,13 @@ class GameSession:
         self.states: list[State] = [self.game.init() if start is None else start]
         self.actions: list[int] = []
         self.from_initial = start is None  # whether the actions are a whole game so far
-        self.forget()
-
-    def forget(self) -> None:
-        """Drop what agents remember between moves (their search trees): the next search starts afresh."""
-        self._memories: dict[int, Any] = {}  # id(agent) -> (agent, memory)
-        self.reused_nodes: int | None = None  # nodes the last agent search inherited (None: no memory)
 
     def agent_move(self, agent: Any, key: jax.Array) -> int:
         """The action ``agent`` picks now (not played). Host agents that replay games (an
         external GTP engine) are first told the moves so far through ``start_games``."""
         if getattr(agent, "start_games", None) is not None and self.from_initial:
             agent.start_games([list(self.actions)])
-        if getattr(agent, "act_with_memory", None) is None or getattr(agent, "init_memory", None) is None:
-            return agent_action(agent, self.state, key)
-        states = batch_of_one(self.state)
-        _, memory = self._memories.get(id(agent), (agent, None))
-        if memory is None:
-            memory = agent.init_memory(agent.params, states)
-        actions, memory = agent.act_with_memory(agent.params, memory, states, key)
-        self._memories[id(agent)] = (agent, memory)  # the agent is kept so its id stays its own
-        inherited = getattr(memory, "inherited", None)
-        self.reused_nodes = None if inherited is None else int(np.asarray(inherited).reshape(-1)[0])
-        return int(np.asarray(actions).reshape(-1)[0])
+        return agent_action(agent, self.state, key)
 
 
 def agent_action(agent: Any, state: State, key: jax.Array) -> int:

@@ -21,24 +21,19 @@ walk, expand and back up in lockstep (:mod:`~othello_jax.search.lockstep`) over 
 still working only (:mod:`~othello_jax.search.compaction`). ``"mctx"`` runs mctx's public
 policies instead. Both build the same trees. Only mctx's public API is used (ruff bans its
 private modules).
-
-Subtree reuse (``config.reuse``, off by default): ``reuse_tree(config, result.tree, action,
-reply)`` keeps the subtree below the moves played (:mod:`~othello_jax.search.reuse`) and
-``run_search(..., start=...)`` continues from it; see :func:`run_search` for the rules.
 """
 
 from othello_jax.search.config import check_search_config, default_search_config
 from othello_jax.search.lockstep import search, simulate
 from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn, mask_logits
 from othello_jax.search.policies import gumbel_muzero_policy, muzero_policy
-from othello_jax.search.reuse import reroot
-from othello_jax.search.run import SearchResult, reuse_capacity, reuse_tree, run_search, select_action
+from othello_jax.search.run import SearchResult, run_search, select_action
 from othello_jax.search.tree import TREE_UPDATES
 from othello_jax.search.variants import ENGINES, VARIANTS, VariantOutput, dirichlet_noise
 
 __all__ = [
     "ENGINES", "TREE_UPDATES", "VARIANTS", "ApplyFn", "SearchResult", "VariantOutput", "check_search_config",
     "default_search_config", "dirichlet_noise", "evaluate", "gumbel_muzero_policy", "make_recurrent_fn",
-    "mask_logits", "muzero_policy", "reroot", "reuse_capacity", "reuse_tree", "run_search", "search",
+    "mask_logits", "muzero_policy", "run_search", "search",
     "select_action", "simulate",
 ]

@@ -20,10 +20,6 @@ def default_search_config() -> ml_collections.ConfigDict:
     config.tree_updates = "scatter"  # lockstep tree writes: "scatter" (CPU/GPU) or "select" (one-hot, for TPU)
     # lockstep deep levels on the trees still working only (B/2, B/4, B/8 lanes; same trees; scatter updates only)
     config.compact_levels = True
-    # subtree reuse (lockstep engine): a search may start from the tree kept from the last move
-    # (search.reuse_tree); trees then have a fixed capacity of reuse_nodes + num_simulations nodes
-    config.reuse = False
-    config.reuse_nodes = 0  # most nodes inherited per tree; 0: num_simulations + 1
     # gumbel
     config.max_num_considered_actions = 16
     config.gumbel_scale = 1.0
@@ -49,10 +45,6 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
         raise InputError(f"unknown search tree_updates {config.tree_updates!r}; choose from {', '.join(TREE_UPDATES)}")
     if int(config.num_simulations) < 1:
         raise InputError(f"search num_simulations must be >= 1, got {config.num_simulations}")
-    if bool(config.get("reuse", False)) and config.engine == "mctx":
-        raise InputError("search.reuse needs search.engine = lockstep")
-    if int(config.get("reuse_nodes", 0)) < 0:
-        raise InputError(f"search reuse_nodes must be >= 0, got {config.reuse_nodes}")
     if int(config.max_depth) < 0:
         raise InputError(f"search max_depth must be >= 0 (0 = unlimited), got {config.max_depth}")
     if int(config.max_num_considered_actions) < 1:

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import mctx
 
 from othello_jax.search import compaction, keys
-from othello_jax.search.tree import backup, expand, init_tree, start_tree
+from othello_jax.search.tree import backup, expand, init_tree
 
 
 def node_view(tree: mctx.Tree, tree_index: jax.Array, node: jax.Array) -> mctx.Tree:
@@ -106,8 +106,7 @@ def simulate(keys: jax.Array, tree: mctx.Tree, root_select: mctx.RootActionSelec
 def search(params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: mctx.RecurrentFn,
            root_select: mctx.RootActionSelectionFn, interior_select: mctx.InteriorActionSelectionFn,
            num_simulations: int, max_depth: int | None = None, invalid_actions: jax.Array | None = None,
-           extra_data: Any = None, updates: str = "scatter", start: tuple[mctx.Tree, jax.Array] | None = None,
-           reset_root: bool = False, compact: bool = True) -> mctx.Tree:
+           extra_data: Any = None, updates: str = "scatter", compact: bool = True) -> mctx.Tree:
     """Run ``num_simulations`` simulations on every root (the counterpart of ``mctx.search``).
 
     Each simulation walks the trees (:func:`simulate`), evaluates one new node per tree with
@@ -115,11 +114,6 @@ def search(params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: m
     is evaluated again instead) and backs its value up. ``updates`` chooses how tree writes are
     lowered (:mod:`othello_jax.search.tree`).
 
-    ``start = (tree, count)`` continues from a reused tree (:func:`othello_jax.search.reuse.reroot`)
-    holding ``count[b]`` nodes, of a fixed capacity ``>= count + num_simulations``: the root gets
-    the fresh ``root`` evaluation (priors, raw value, embedding; an empty tree starts as usual)
-    and simulation ``i`` adds node ``count + i``. ``reset_root`` (Gumbel) restarts the root's
-    visit and child statistics so sequential halving starts over, keeping the subtrees below.
     ``compact`` runs the deep walk and backup levels on the trees still working only
     (:mod:`othello_jax.search.compaction`; with ``"scatter"`` updates; same trees).
     """
@@ -129,13 +123,7 @@ def search(params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: m
     max_depth = num_simulations if max_depth is None else max_depth
     if invalid_actions is None:
         invalid_actions = jnp.zeros_like(root.prior_logits)
-    if start is None:
-        tree = init_tree(root, num_simulations, invalid_actions, extra_data, updates)
-        first_new = 1
-    else:
-        tree, count = jax.tree.map(jnp.asarray, start)
-        tree = start_tree(tree, count, root, invalid_actions, extra_data, reset_root, updates)
-        first_new = jnp.maximum(count, 1)
+    tree = init_tree(root, num_simulations, invalid_actions, extra_data, updates)
 
     def one_simulation(sim, carry):
         key, tree = carry
@@ -143,7 +131,7 @@ def search(params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: m
         parent, action = simulate(keys.per_row(walk_key, batch), tree, root_select, interior_select, max_depth,
                                   compact=compact)
         child = tree.children_index[rows, parent, action]
-        child = jnp.where(child == mctx.Tree.UNVISITED, sim + first_new, child)
+        child = jnp.where(child == mctx.Tree.UNVISITED, sim + 1, child)
         embedding = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)
         step, embedding = recurrent_fn(params, expand_key, action, embedding)
         tree = expand(tree, parent, action, child, step, embedding, updates)

@@ -48,7 +48,7 @@ def gumbel_muzero_policy(params: Any, rng_key: jax.Array, root: mctx.RootFnOutpu
                          invalid_actions: jax.Array | None = None, max_depth: int | None = None, *,
                          qtransform=mctx.qtransform_completed_by_mix_value, max_num_considered_actions: int = 16,
                          gumbel_scale: float = 1.0, updates: str = "scatter",
-                         start: tuple[mctx.Tree, jax.Array] | None = None, compact: bool = True) -> mctx.PolicyOutput:
+                         compact: bool = True) -> mctx.PolicyOutput:
     """Gumbel MuZero: sequential halving with Gumbel noise at the root, the deterministic
     interior selection below; action = the best considered action, weights = the improved
     policy ``softmax(logits + completed q)``."""
@@ -63,9 +63,7 @@ def gumbel_muzero_policy(params: Any, rng_key: jax.Array, root: mctx.RootFnOutpu
                                       max_num_considered_actions=max_num_considered_actions, qtransform=qtransform),
         interior_select=functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform),
         num_simulations=num_simulations, max_depth=max_depth, invalid_actions=invalid_actions,
-        extra_data=mctx.GumbelMuZeroExtraData(root_gumbel=gumbel), updates=updates,
-        start=start, reset_root=True,  # reuse below the root only: sequential halving starts over
-        compact=compact,
+        extra_data=mctx.GumbelMuZeroExtraData(root_gumbel=gumbel), updates=updates, compact=compact,
     )
     visits = tree.summary().visit_counts
     completed_q = jax.vmap(qtransform, in_axes=(0, None))(tree, mctx.Tree.ROOT_INDEX)
@@ -77,8 +75,7 @@ def gumbel_muzero_policy(params: Any, rng_key: jax.Array, root: mctx.RootFnOutpu
 def muzero_policy(params: Any, rng_key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: mctx.RecurrentFn,
                   num_simulations: int, invalid_actions: jax.Array | None = None, max_depth: int | None = None, *,
                   qtransform=mctx.qtransform_by_parent_and_siblings, pb_c_init: float = 1.25,
-                  pb_c_base: float = 19652.0, updates: str = "scatter",
-                  start: tuple[mctx.Tree, jax.Array] | None = None, compact: bool = True) -> mctx.PolicyOutput:
+                  pb_c_base: float = 19652.0, updates: str = "scatter", compact: bool = True) -> mctx.PolicyOutput:
     """MuZero/AlphaZero PUCT without root noise (callers add their own to ``root.prior_logits``);
     weights = the root visit distribution, action = the most visited action (lowest index on ties).
 
@@ -95,7 +92,7 @@ def muzero_policy(params: Any, rng_key: jax.Array, root: mctx.RootFnOutput, recu
         params, search_key, root, recurrent_fn,
         root_select=functools.partial(select, depth=0), interior_select=select,
         num_simulations=num_simulations, max_depth=max_depth, invalid_actions=invalid_actions, updates=updates,
-        start=start, compact=compact,
+        compact=compact,
     )
     weights = tree.summary().visit_probs
     return mctx.PolicyOutput(action=masked_argmax(weights, invalid_actions), action_weights=weights, search_tree=tree)

@@ -90,45 +90,6 @@ def init_tree(root: mctx.RootFnOutput, num_simulations: int, invalid_actions: ja
     return write_node(tree, root_node, root.prior_logits, root.value, root.embedding, updates)
 
 
-def start_tree(tree: mctx.Tree, count: jax.Array, root: mctx.RootFnOutput, invalid_actions: jax.Array,
-               extra_data: Any, reset_root: bool, updates: str) -> mctx.Tree:
-    """A reused tree (``count[b]`` nodes, 0 = empty) with the fresh ``root`` evaluation at node 0.
-
-    The root's priors, raw value and embedding are replaced; its visits and value are kept (an
-    empty tree's root is written as in :func:`init_tree`). ``reset_root`` also restarts the
-    root's statistics: one visit at the fresh value, no child visits or values (children nodes
-    and their subtrees stay, reachable through ``children_index``).
-    """
-    batch = tree.node_visits.shape[0]
-    node = jnp.full((batch,), mctx.Tree.ROOT_INDEX, jnp.int32)
-    empty = count == 0
-    fresh = empty | reset_root
-    visits = jnp.where(fresh, 1, tree.node_visits[:, 0])
-    value = jnp.where(fresh, root.value, tree.node_values[:, 0])
-    tree = tree.replace(
-        children_prior_logits=write(tree.children_prior_logits, root.prior_logits, node, updates=updates),
-        raw_values=write(tree.raw_values, root.value, node, updates=updates),
-        node_values=write(tree.node_values, value, node, updates=updates),
-        node_visits=write(tree.node_visits, visits, node, updates=updates),
-        embeddings=jax.tree.map(lambda x, e: write(x, e, node, updates=updates), tree.embeddings, root.embedding),
-        root_invalid_actions=invalid_actions,
-        extra_data=extra_data,
-    )
-    if reset_root:
-        zero = lambda x: x.at[:, mctx.Tree.ROOT_INDEX].set(0)
-        tree = tree.replace(children_visits=zero(tree.children_visits), children_values=zero(tree.children_values))
-    return tree
-
-
-def empty_tree(root: mctx.RootFnOutput, capacity: int, extra_data: Any = None) -> mctx.Tree:
-    """A tree of ``capacity`` empty nodes per root (start a reused search from it with count 0)."""
-    tree = init_tree(root, capacity - 1, jnp.zeros(root.prior_logits.shape, bool), extra_data, "scatter")
-    zeros = jnp.zeros_like
-    return tree.replace(node_visits=zeros(tree.node_visits), raw_values=zeros(tree.raw_values),
-                        node_values=zeros(tree.node_values), children_prior_logits=zeros(tree.children_prior_logits),
-                        embeddings=jax.tree.map(zeros, tree.embeddings))
-
-
 def expand(tree: mctx.Tree, parent: jax.Array, action: jax.Array, child: jax.Array,
            step: mctx.RecurrentFnOutput, embedding: Any, updates: str) -> mctx.Tree:
     """Attach the evaluated ``child`` below ``parent`` by ``action`` in every tree."""

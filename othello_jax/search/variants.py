@@ -44,27 +44,27 @@ def _max_depth(config: ml_collections.ConfigDict) -> int | None:
     return int(config.max_depth) or None
 
 
-def _search(config: ml_collections.ConfigDict, lockstep_policy: Callable, mctx_policy: Callable, start,
+def _search(config: ml_collections.ConfigDict, lockstep_policy: Callable, mctx_policy: Callable,
             variables, key, root, recurrent_fn, invalid, **kwargs):
     """Run a variant's policy on the engine ``config.engine`` names, with the arguments every variant shares.
 
-    ``"lockstep"`` calls ``lockstep_policy`` (the project's engine, with ``config.tree_updates``,
-    ``config.compact_levels`` and the reused ``start`` tree); ``"mctx"`` calls ``mctx_policy``
-    (mctx's public policy, which starts every search afresh). ``kwargs`` are the variant's own settings.
+    ``"lockstep"`` calls ``lockstep_policy`` (the project's engine, with ``config.tree_updates``
+    and ``config.compact_levels``); ``"mctx"`` calls ``mctx_policy`` (mctx's public policy).
+    ``kwargs`` are the variant's own settings.
     """
     if config.engine == "mctx":
         policy = mctx_policy
     else:
-        policy = functools.partial(lockstep_policy, updates=str(config.tree_updates), start=start,
+        policy = functools.partial(lockstep_policy, updates=str(config.tree_updates),
                                    compact=bool(config.get("compact_levels", True)))
     return policy(variables, key, root, recurrent_fn, num_simulations=int(config.num_simulations),
                   invalid_actions=invalid, max_depth=_max_depth(config), **kwargs)
 
 
-def _gumbel(config, variables, key, root, recurrent_fn, invalid, start=None) -> VariantOutput:
+def _gumbel(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
     """Gumbel MuZero: sequential halving at the root; target = improved policy."""
     out = _search(
-        config, policies.gumbel_muzero_policy, mctx.gumbel_muzero_policy, start,
+        config, policies.gumbel_muzero_policy, mctx.gumbel_muzero_policy,
         variables, key, root, recurrent_fn, invalid,
         qtransform=_qtransform(config),
         max_num_considered_actions=int(config.max_num_considered_actions),
@@ -82,7 +82,7 @@ def dirichlet_noise(key: jax.Array, legal: jax.Array, alpha_scale: float) -> jax
     return gamma / jnp.maximum(jnp.sum(gamma, axis=-1, keepdims=True), jnp.finfo(jnp.float32).tiny)
 
 
-def _puct(config, variables, key, root, recurrent_fn, invalid, start=None) -> VariantOutput:
+def _puct(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
     """AlphaZero PUCT with root Dirichlet noise; target = root visit distribution."""
     noise_key, search_key = keys.split(key)
     legal = ~invalid
@@ -93,7 +93,7 @@ def _puct(config, variables, key, root, recurrent_fn, invalid, start=None) -> Va
     out = _search(
         config, policies.muzero_policy,
         functools.partial(mctx.muzero_policy, dirichlet_fraction=0.0),  # noise added above
-        start, variables, search_key, root, recurrent_fn, invalid,
+        variables, search_key, root, recurrent_fn, invalid,
         qtransform=mctx.qtransform_by_parent_and_siblings,
         pb_c_init=float(config.pb_c_init),
         pb_c_base=float(config.pb_c_base),

@@ -3,7 +3,7 @@
 - :func:`solve_batch` (``solve_batch_jit``): a batch of positions on device (JAX, jittable).
 - :func:`solve`, :func:`solve_many`: from the host with the C solver (compiled on first use),
   falling back to the JAX solver where no C compiler exists.
-- :func:`with_exact_endgame`: wrap an agent so it plays the last moves perfectly.
+- :func:`exact_endgame_act`: wrap an agent's act function so it plays the last moves perfectly.
 - :func:`exact_values`: exact value targets for training (jittable).
 - :func:`load_obf`: endgame test positions such as the FFO set.
 
@@ -11,8 +11,8 @@ Scores follow the FFO convention: the mover's discs minus the opponent's at the 
 empty squares counted for the winner.
 """
 
-from othello_jax.solver.agent import with_exact_endgame
 from othello_jax.solver.c_solver import CSolver, CSolverUnavailable
+from othello_jax.solver.exact_endgame import exact_endgame_act
 from othello_jax.solver.host import BACKENDS, Solution, count_empties, resolve_backend, solve, solve_many
 from othello_jax.solver.jax_solver import SolveResult, solve_batch, solve_batch_jit
 from othello_jax.solver.obf import EndgameProblem, load_obf, parse_obf_line
@@ -21,5 +21,5 @@ from othello_jax.solver.targets import exact_values
 __all__ = [
     "BACKENDS", "CSolver", "CSolverUnavailable", "EndgameProblem", "Solution", "SolveResult",
     "count_empties", "exact_values", "load_obf", "parse_obf_line", "resolve_backend", "solve",
-    "solve_batch", "solve_batch_jit", "solve_many", "with_exact_endgame",
+    "solve_batch", "solve_batch_jit", "solve_many", "exact_endgame_act",
 ]

@@ -15,11 +15,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from othello_jax.game.bitboard import board_mask_int
+from othello_jax.game.bitboard import PASS_SQUARE, board_mask_int
 from othello_jax.solver import c_solver
 
 SolveFn = Callable[[int, int, int, int], tuple[int, int, int]]  # (mover, opponent, alpha, beta) -> (score, sq, nodes)
-PASS_SQUARE = 64
 
 
 def default_directory() -> Path:

@@ -24,8 +24,8 @@ import jax.numpy as jnp
 
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
+from othello_jax.game.bitboard import PASS_SQUARE
 
-PASS_SQUARE = 64
 NO_SQUARE = -1
 _MINUS_INF = -127
 

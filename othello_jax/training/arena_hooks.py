@@ -10,8 +10,8 @@ import jax
 
 from othello_jax import agents
 from othello_jax.evaluation import arena
-from othello_jax.evaluation.testset import score_agent
-from othello_jax.solver.testset import load as load_testset
+from othello_jax.evaluation.perfect_set import score_agent
+from othello_jax.solver.solved_moves import load as load_testset
 from othello_jax.training.program import TrainProgram
 from othello_jax.training.settings import RunSettings
 

@@ -29,13 +29,11 @@ import ml_collections
 import numpy as np
 
 from othello_jax import search
-from othello_jax.errors import InputError
+from othello_jax.errors import InputError, need
 from othello_jax.game import BLACK, Othello, State, play_transcript
 from othello_jax.game.fusion import step_materialized
 from othello_jax.game.lines import pad_lines, replay_lines
 from othello_jax.search import keys as search_keys
-from othello_jax.search.run import empty_start, reuse_node
-from othello_jax.training.playout_cap import check_playout_cap, default_playout_cap_config, split_search
 from othello_jax.training.samples import Samples, final_boards, flatten, no_final_boards
 
 VALUE_TARGETS = ("z", "q", "zq", "lambda")
@@ -54,8 +52,6 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
     c.value_target = "z"  # "z" outcome, "q" search value, "zq" their mean, "lambda" lambda-return
     c.td_lambda = 0.98
     c.exact_endgame_empties = 0  # > 0: value targets of positions with <= E empties solved exactly
-    # playout cap randomisation: one game in `every` searches fully and is recorded per ply (playout_cap.py)
-    c.playout_cap = default_playout_cap_config()
     c.harvest = ml_collections.ConfigDict(dict(
         per_tree=0,  # extra positions taken from each search tree (OLIVAW); 0 = off
         min_visits=4,  # a node needs at least this many visits to be harvested
@@ -73,12 +69,6 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
     return c
 
 
-def need(ok: bool, message: str) -> None:
-    """Raise ``InputError(message)`` unless ``ok``: the one-line check used by the config validators."""
-    if not ok:
-        raise InputError(message)
-
-
 def check_selfplay_config(config: ml_collections.ConfigDict,
                           search_config: ml_collections.ConfigDict | None = None) -> None:
     """Raise a one-line ``InputError`` naming the first impossible setting.
@@ -94,7 +84,6 @@ def check_selfplay_config(config: ml_collections.ConfigDict,
     need(int(config.exact_endgame_empties) >= 0, "selfplay.exact_endgame_empties must be >= 0")
     need(int(config.harvest.per_tree) >= 0, "selfplay.harvest.per_tree must be >= 0")
     need(int(config.harvest.min_visits) >= 1, "selfplay.harvest.min_visits must be >= 1")
-    check_playout_cap(config, search_config)
     r = config.resign
     need(0.0 <= float(r.playout_fraction) <= 1.0, "selfplay.resign.playout_fraction must be in [0, 1]")
     need(-1.0 <= float(r.min_threshold) <= float(r.max_threshold) <= 1.0,
@@ -293,7 +282,7 @@ class SelfPlayStats(NamedTuple):
 
     games: jax.Array
     positions: jax.Array  # real game positions recorded for training
-    moves: jax.Array  # moves played (= positions unless playout_cap records only the full searches)
+    moves: jax.Array  # moves played (= positions)
     harvested: jax.Array  # real harvested positions
     game_length: jax.Array  # mean plies per game
     black_win_rate: jax.Array
@@ -306,8 +295,6 @@ class SelfPlayStats(NamedTuple):
     prior_entropy: jax.Array
     target_entropy: jax.Array
     search_value_abs: jax.Array  # mean |q|, a confidence gauge
-    # subtree reuse: evaluations inherited / (inherited + new) over the positions searched (0 when off)
-    reused_share: jax.Array
 
 
 class _Carry(NamedTuple):
@@ -317,7 +304,6 @@ class _Carry(NamedTuple):
     resigned_color: jax.Array  # [B] colour that resigned
     min_value: jax.Array  # [B, 2] lowest searched value per colour (its own moves)
     key: jax.Array
-    start: tuple | None = None  # search.reuse: (tree, nodes kept) for the next search, else None
 
 
 def _entropy(probs: jax.Array) -> jax.Array:
@@ -410,7 +396,6 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
     per_lane = int(config.num_games)
     batch, plies = per_lane * (lanes or 1), num_plies(config, game)
     harvest_count = int(config.harvest.per_tree)
-    sims = int(search_config.num_simulations)
     resign_on = bool(config.resign.enabled)
     key, open_key, playout_key = search_keys.split(key, 3)
 
@@ -423,20 +408,11 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
     playout = search_keys.draw(jax.random.uniform, playout_key, (batch,)) < float(config.resign.playout_fraction)
     # one threshold (no lanes) or each game its lane's threshold
     threshold = resign_state.threshold if lanes is None else jnp.repeat(resign_state.threshold, per_lane)
-    reuse = bool(search_config.get("reuse", False))
-    rows = jnp.arange(batch)
-    cap = config.get("playout_cap")
-    capped = cap is not None and int(cap.every) > 0
 
     def ply_fn(carry: _Carry, _):
         key, search_key, act_key = search_keys.split(carry.key, 3)
         state = carry.state
-        if capped:  # a full-search group (recorded) and a fast group (played only)
-            result, recorded = split_search(cap, search_config, apply_fn, variables, state, search_key, game,
-                                            lanes or 1, per_lane)
-        else:
-            result = search.run_search(search_config, apply_fn, variables, state, search_key, game,
-                                       start=carry.start)
+        result = search.run_search(search_config, apply_fn, variables, state, search_key, game)
         temperature = jnp.where(state.ply < int(config.temperature_plies), float(config.temperature), 0.0)
         action = search.select_action(result, temperature, act_key)
         active = carry.active
@@ -458,20 +434,13 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
             min_value=min_value,
             key=key,
         )
-        if reuse:  # self-play plays both sides: the played child's subtree starts the next search
-            child = result.tree.children_index[rows, 0, action]
-            new_carry = new_carry._replace(
-                start=reuse_node(search_config, result.tree, jnp.where(moving, child, -1)))
         prior = jax.nn.softmax(result.prior_logits)
         record = dict(
             state=state, policy=result.policy_target, mask=active, search_value=value,
             ply=state.ply.astype(jnp.int32), action=jnp.where(moving, action, -1),
             prior_entropy=_entropy(jnp.where(result.legal, prior, 0.0)),
             target_entropy=_entropy(result.policy_target), color=color,
-            inherited=carry.start[1] if reuse else jnp.zeros((batch,), jnp.int32),
         )
-        if capped:
-            record["recorded"] = recorded
         if harvest_count:
             extra = harvest(result.tree, game, harvest_count, int(config.harvest.min_visits))
             record["harvested"] = extra._replace(mask=extra.mask & active[:, None])
@@ -484,16 +453,13 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
         resigned_color=jnp.zeros((batch,), jnp.int32),
         min_value=jnp.ones((batch, 2), jnp.float32),
         key=key,
-        start=empty_start(search_config, start, game.num_actions) if reuse else None,
     )
     final, rec = jax.lax.scan(ply_fn, carry, None, length=plies)
-    played = rec["mask"]  # every searched position of a running game
-    mask = played & rec["recorded"] if capped else played  # the training positions
+    played = mask = rec["mask"]  # every searched position of a running game
 
     result = _result_per_color(game, final.state, final.resigned, final.resigned_color)  # [B, 2]
     outcome = jnp.where(played, jnp.take_along_axis(result[None], rec["color"][..., None], axis=-1)[..., 0], 0.0)
     search_value = jnp.where(played, rec["search_value"], 0.0)
-    # over the played positions, so lambda-returns run through the fast searches' values too
     values = value_targets(config.value_target, search_value, outcome, played, float(config.td_lambda))
     samples = Samples(state=rec["state"], policy=rec["policy"], value=values.astype(jnp.float32), mask=mask)
     if config.get("final_board", False):  # score/ownership targets (set by the run for such heads)
@@ -517,29 +483,28 @@ def _play(config: ml_collections.ConfigDict, game: Othello, apply_fn: search.App
         new_resign = update_resign_state(config, resign_state, final.min_value, result, playout & ~final.resigned)
         if not resign_on:
             new_resign = resign_state
-        stats = _stats(output, final, result, new_resign, rec["inherited"], played, sims)
+        stats = _stats(output, final, result, new_resign, played)
         return output, stats, new_resign
 
     # split the folded batch back into lanes: [T, L*G, ...] -> [L, T, G, ...], [L*G, ...] -> [L, G, ...]
     by_lane = lambda x: x.reshape((lanes, per_lane) + x.shape[1:])
     by_lane_t = lambda x: jnp.moveaxis(x.reshape(x.shape[:1] + (lanes, per_lane) + x.shape[2:]), 1, 0)
     output = jax.tree.map(by_lane_t, output)
-    final = jax.tree.map(by_lane, final._replace(key=None, start=None))
-    inherited, played = by_lane_t(rec["inherited"]), by_lane_t(played)
+    final = jax.tree.map(by_lane, final._replace(key=None))
+    played = by_lane_t(played)
     result, playout = by_lane(result), by_lane(playout)
     if resign_on:
         update = functools.partial(update_resign_state, config)
         new_resign = jax.vmap(update)(resign_state, final.min_value, result, playout & ~final.resigned)
     else:
         new_resign = resign_state
-    stats = jax.vmap(functools.partial(_stats, sims=sims))(output, final, result, new_resign, inherited, played)
+    stats = jax.vmap(_stats)(output, final, result, new_resign, played)
     return output, stats, new_resign
 
 
-def _stats(out: SelfPlayOutput, final: _Carry, result: jax.Array, resign: ResignState, inherited: jax.Array,
-           played: jax.Array, sims: int) -> SelfPlayStats:
+def _stats(out: SelfPlayOutput, final: _Carry, result: jax.Array, resign: ResignState,
+           played: jax.Array) -> SelfPlayStats:
     mask = out.samples.mask
-    kept = jnp.sum(jnp.where(mask, inherited, 0).astype(jnp.float32))
     f32 = lambda x: jnp.asarray(x, jnp.float32)
     positions = jnp.sum(mask)
     mean = lambda x: jnp.sum(jnp.where(mask, x, 0.0)) / jnp.maximum(positions, 1)
@@ -560,5 +525,4 @@ def _stats(out: SelfPlayOutput, final: _Carry, result: jax.Array, resign: Resign
         prior_entropy=f32(mean(out.prior_entropy)),
         target_entropy=f32(mean(out.target_entropy)),
         search_value_abs=f32(mean(jnp.abs(out.search_value))),
-        reused_share=f32(kept / jnp.maximum(kept + sims * f32(positions), 1.0)),
     )

@@ -20,21 +20,16 @@ from typing import Any, TypeVar
 from ml_collections import ConfigDict
 
 from othello_jax import agents, search
-from othello_jax.errors import InputError
+from othello_jax.errors import InputError, need
 from othello_jax.game import SIZES, Othello
 from othello_jax.model import NetworkConfig
 from othello_jax.training import selfplay
 from othello_jax.training.config import CLOCKS, Stage, parse_stages, stage_config, stage_label, stage_unit
+from othello_jax.training.retired import check_retired
 
 OPTIMIZERS = ("sgd", "adamw")
 LR_SCHEDULES = ("constant", "steps", "cosine")
 UNROLL_MODES = ("auto", "yes", "no")
-
-
-def need(ok: bool, message: str) -> None:
-    """Raise ``InputError(message)`` unless ``ok``: the one validator style (one line per setting)."""
-    if not ok:
-        raise InputError(message)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,8 +274,9 @@ def resolve_stages(config: ConfigDict) -> tuple[tuple[Stage, ...], tuple[RunSett
     """The run's stages and each stage's :class:`RunSettings` (the base config is stage 0).
 
     Every stage is resolved, so a bad stage fails before anything is trained; its message says
-    where the stage starts.
+    where the stage starts. A retired setting is a one-line error first (:mod:`.retired`).
     """
+    check_retired(config)
     stages = parse_stages(config.stages, config)
     unit = stage_unit(config.stages)
     resolved = []

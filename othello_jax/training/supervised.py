@@ -26,7 +26,7 @@ import orbax.checkpoint as ocp
 from ml_collections import ConfigDict
 
 from othello_jax import checkpoint
-from othello_jax.data import accuracy, expert
+from othello_jax.data import expert, move_prediction
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, NetworkConfig, init_variables, make_network
 from othello_jax.training import replay
@@ -183,7 +183,7 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
     data = expert.load_expert_data(settings.data.wthor_dir, settings.data.test_from_year, cache)
     log(data.summary())
     rows = expert.to_device(data.train)
-    eval_rows = accuracy.subsample(data.test, settings.eval_positions, seed=0)
+    eval_rows = move_prediction.subsample(data.test, settings.eval_positions, seed=0)
 
     net_config = settings.network
     net = make_network(GAME.size, net_config)
@@ -195,7 +195,7 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
     opt_state = optimizer.init(params)
     schedule = learning_rate_schedule(settings.optimizer)
     chunk = make_train_chunk(net, optimizer, settings)
-    policy = accuracy.network_policy(net)
+    policy = move_prediction.network_policy(net)
     n_params = sum(x.size for x in jax.tree.leaves(params))
     log(f"network {net_config} ({n_params:,} parameters); {settings.total_steps} steps of {settings.batch_size}")
 
@@ -213,7 +213,7 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
     def evaluate(step: int) -> dict:
         nonlocal best
         current = {"params": params, "batch_stats": batch_stats}
-        result = accuracy.summarize(accuracy.ranks(policy, current, eval_rows), eval_rows)
+        result = move_prediction.summarize(move_prediction.ranks(policy, current, eval_rows), eval_rows)
         step_meta = dict(meta, accuracy=result)
         save_network(ckpts, step, current, step_meta)
         if result["top1"] > best:
@@ -245,6 +245,6 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
                 log(f"stopping after {settings.max_minutes} minutes (max_minutes)")
             break
     ckpts.close()
-    log(f"test accuracy on {result['positions']} held-out positions:\n" + accuracy.format_report(result))
+    log(f"test accuracy on {result['positions']} held-out positions:\n" + move_prediction.format_report(result))
     log(f"saved to {workdir / checkpoint.LATEST_DIR} (best test top-1 in {workdir / checkpoint.BEST_DIR})")
     return result

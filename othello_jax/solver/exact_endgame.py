@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from othello_jax.errors import InputError
-from othello_jax.game import Othello, State
+from othello_jax.game import ActFn, Othello, State
 from othello_jax.solver.host import count_empties, resolve_backend, solve_many
 from othello_jax.solver.jax_solver import solve_batch
 
-ActFn = Callable[[State, jax.Array], jax.Array]
 
-
-def with_exact_endgame(act_fn: ActFn, game: Othello, max_empties: int, backend: str = "jax") -> ActFn:
+def exact_endgame_act(act_fn: ActFn, game: Othello, max_empties: int, backend: str = "jax") -> ActFn:
     """Wrap a batched ``act(states, key) -> int32[B]`` so every position with at most
     ``max_empties`` empty squares gets a move that keeps the exact (disc-difference) value.
 

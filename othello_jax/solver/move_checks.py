@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -18,10 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from othello_jax.game import NotationError, Othello, State, play_transcript
+from othello_jax.game import ActFn, NotationError, Othello, State, play_transcript
 from othello_jax.solver.host import count_empties, solve_many
-
-ActFn = Callable[[State, jax.Array], jax.Array]
 
 
 class MoveChecks(NamedTuple):

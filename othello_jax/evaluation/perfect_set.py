@@ -21,13 +21,12 @@ import numpy as np
 
 from othello_jax.agents import alphabeta, greedy_act
 from othello_jax.errors import InputError
-from othello_jax.game import Othello, State
+from othello_jax.game import ActFn, Othello, State
 from othello_jax.game import bitboard as bb
-from othello_jax.solver import testset as ts
-from othello_jax.solver.accuracy import BandReport, MoveChecks, summarize_bands
+from othello_jax.solver import solved_moves as ts
 from othello_jax.solver.host import bitboards_u64, count_empties
+from othello_jax.solver.move_checks import BandReport, MoveChecks, summarize_bands
 
-ActFn = Callable[[State, jax.Array], jax.Array]
 DEFAULT_LOW, DEFAULT_HIGH, DEFAULT_COUNT = 12, 24, 500
 TESTSET_BANDS = ((24, 21), (20, 17), (16, 12))
 # relative share of positions per number of empties above 20: solving grows ~3x per empty
@@ -50,7 +49,7 @@ def empties_counts(total: int, low: int = DEFAULT_LOW, high: int = DEFAULT_HIGH)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
-def _play_games(game: Othello, count: int, key: jax.Array) -> State:
+def _mixed_play_trace(game: Othello, count: int, key: jax.Array) -> State:
     """Every state [T, count] of ``count`` games of mixed random, greedy and alpha-beta play."""
     share_key, key = jax.random.split(key)
     random_share = jax.random.uniform(share_key, (count,), minval=0.15, maxval=1.0)
@@ -59,7 +58,7 @@ def _play_games(game: Othello, count: int, key: jax.Array) -> State:
     def ply(states, key):
         style_key, pick_key, move_key, greedy_key = jax.random.split(key, 4)
         style = jax.random.uniform(style_key, (count,))
-        searched = alphabeta.search(states, game, 2)[0]
+        searched = alphabeta.negamax(states, game, 2)[0]
         greedy = greedy_act(states, greedy_key, game)
         action = jnp.where(jax.random.uniform(pick_key, (count,)) < 0.5, greedy, searched)
         action = jnp.where(style < random_share, game.random_legal_action(states, move_key), action)
@@ -69,10 +68,10 @@ def _play_games(game: Othello, count: int, key: jax.Array) -> State:
     return trace
 
 
-def play_games(game: Othello, games: int, seed: int | jax.Array) -> State:
+def mixed_play_games(game: Othello, games: int, seed: int | jax.Array) -> State:
     """Every state [T, games] (host arrays) of the seeded (or keyed) mixed-play games."""
     key = jax.random.key(int(seed)) if isinstance(seed, int | np.integer) else seed
-    return jax.tree.map(np.asarray, _play_games(game, games, key))
+    return jax.tree.map(np.asarray, _mixed_play_trace(game, games, key))
 
 
 def candidate_rows(game: Othello, trace: State, empties: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -106,7 +105,7 @@ def make_testset(game: Othello = Othello(6), count: int = DEFAULT_COUNT, low: in
     than needed at a time, until each count is reached, so the result does not depend on
     ``workers``.
     """
-    trace = play_games(game, max(4 * count, 512), seed)
+    trace = mixed_play_games(game, max(4 * count, 512), seed)
     with ts.solver_pool(workers) or contextlib.nullcontext() as pool:
         parts = _solve_parts(game, trace, empties_counts(count, low, high), seed, backend, pool, workers, progress)
     return ts.TestSet(game.size, *(np.concatenate(x) for x in zip(*(p[1:] for p in parts), strict=True)))
