@@ -196,19 +196,21 @@ def bench_selfplay(args, net: str, batch: int) -> None:
     config = selfplay.default_selfplay_config()
     config.num_games = batch
     apply_fn, variables = network(net, 8, args.dtype)
-    play = jax.jit(functools.partial(selfplay.play_games, config, game, apply_fn, search_config=search_config))
-    resign = selfplay.initial_resign_state(config)
-    _, first_call = timed(play, variables, jax.random.key(0), resign)
+    settings = selfplay.SelfPlaySettings.from_config(config)
+    play = jax.jit(functools.partial(selfplay.play_games, settings, search.SearchSettings.from_config(search_config),
+                                     game, apply_fn))
+    resign = selfplay.lane_resign_states(settings, 1)  # one lane of B games
+    _, first_call = timed(play, variables, jax.random.key(0)[None], resign)
     compile_s = first_call.wall
     best = float("inf")
     for r in range(max(1, args.repeats // 2)):
-        (_, stats, _), watch = timed(play, variables, jax.random.key(r + 1), resign)
+        (_, stats, _), watch = timed(play, variables, jax.random.key(r + 1)[None], resign)
         best = min(best, watch.wall)
-    moves = float(stats.positions)
+    moves = float(stats.positions[0])
     print(f"\nself-play: network {net}, B={batch} games, {args.simulations} simulations, {args.variant}: "
           f"{best:.2f} s per call (first call with compile {compile_s:.1f} s)")
     print(f"  {moves / best:,.0f} moves/s, {moves * (args.simulations + 1) / best:,.0f} network evaluations/s, "
-          f"mean game length {float(stats.game_length):.1f} plies")
+          f"mean game length {float(stats.game_length[0]):.1f} plies")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,8 @@ the disc difference, so a network can learn both (loss must fall) without any se
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 from ml_collections import ConfigDict
@@ -70,17 +72,21 @@ def synthetic_config(**train_overrides) -> ConfigDict:
 
 
 def synthetic_program(config: ConfigDict, mesh=None, games: int = 16, plies: int = 12):
-    """``make_train`` with the synthetic self-play below in every stage."""
+    """``make_train``'s program with the synthetic self-play below in every stage (its resign state
+    counts the calls)."""
     from othello_jax.training.program import make_train
 
-    game = Othello(int(config.board_size))
-    return make_train(config, mesh, selfplay_fn=synthetic_selfplay(game, games, plies), resign_init=jnp.int32(0))
+    program = make_train(config, mesh)
+    play = synthetic_selfplay(program.game, games, plies)
+    return dataclasses.replace(program, selfplay_fns=(play,) * len(program.stages), resign_init=jnp.int32(0))
 
 
 def synthetic_selfplay(game: Othello, games: int, plies: int):
-    """A self-play stand-in: random-play positions with learnable targets; counts calls in its state."""
-    def play(variables, key, resign):
+    """A self-play stand-in for L lanes (``keys[L]``): random-play positions with learnable targets;
+    counts calls in its state."""
+    def play(variables, keys, resign):
         del variables
-        return learnable_samples(game, key, games, plies), {"games": jnp.float32(games)}, resign + 1
+        samples = jax.vmap(lambda key: learnable_samples(game, key, games, plies))(keys)
+        return samples, {"games": jnp.full(resign.shape, games, jnp.float32)}, resign + 1
 
     return play

@@ -36,13 +36,15 @@ def games():
     net = make_network(4, NetworkConfig(**TINY, **ALL_ON))
     variables = init_variables(net, jax.random.PRNGKey(0), 4)
     config = selfplay.default_selfplay_config()
-    config.num_games, config.final_board = 6, True
+    config.num_games = 6
     search_config = search.default_search_config()
     search_config.update(num_simulations=2, max_num_considered_actions=2)
-    play = functools.partial(selfplay.play_games, config, GAME4, functools.partial(net.apply, train=False),
-                             search_config=search_config)
-    out, _, _ = jax.jit(play)(variables, jax.random.PRNGKey(1), selfplay.initial_resign_state(config))
-    return jax.device_get(out)
+    settings = selfplay.SelfPlaySettings.from_config(config, final_board=True)
+    play = functools.partial(selfplay.play_games, settings, search.SearchSettings.from_config(search_config), GAME4,
+                             functools.partial(net.apply, train=False))
+    keys = jax.random.PRNGKey(1)[None]
+    out, _, _ = jax.jit(play)(variables, keys, selfplay.lane_resign_states(settings, 1))
+    return jax.device_get(jax.tree.map(lambda x: x[0], out))
 
 
 def test_final_board_targets_equal_a_plain_python_replay(games):

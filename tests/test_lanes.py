@@ -1,4 +1,4 @@
-"""Several replay lanes on one device: folded into one search batch, each lane playing its own games."""
+"""Several replay lanes on one device: played as one search batch, each lane playing its own games."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ import pytest
 
 from experiments.configs import tiny_test
 from othello_jax.model import NetworkConfig, init_variables, make_network
+from othello_jax.search import SearchSettings
 from othello_jax.training import iteration as train
 from othello_jax.training import selfplay
 from othello_jax.training.program import make_selfplay_fn, make_train
-from tests.test_selfplay import GAME, main_config, search_config
+from tests.test_selfplay import GAME, main_config, play_one_lane, search_config
 
 LANES, PER_LANE = 4, 8
 
@@ -52,9 +53,8 @@ def while_predicates(jaxpr, found=None) -> list[tuple[int, ...]]:
 def test_folded_lanes_play_each_lane_as_alone(variant):
     apply_fn, variables, config, search_c = setup(variant)
     keys, resign = lane_inputs()
-    one = jax.jit(lambda k, r: selfplay.play_games(config, GAME, apply_fn, variables, k, r, search_config=search_c))
-    folded = jax.jit(jax.vmap(lambda k, r: selfplay.play_games(config, GAME, apply_fn, variables, k, r,
-                                                               search_config=search_c)))
+    one = jax.jit(lambda k, r: play_one_lane(config, search_c, apply_fn, variables, k, r))
+    folded = jax.jit(lambda k, r: lanes_fn(config, search_c, apply_fn)(variables, k, r))
     out, stats, new_resign = jax.device_get(folded(keys, resign))
     assert out.samples.mask.shape[:3] == (LANES, selfplay.num_plies(config, GAME), PER_LANE)
     for lane in range(LANES):
@@ -71,16 +71,22 @@ def test_folded_lanes_play_each_lane_as_alone(variant):
     assert float(stats.resign_rate[0]) == 0.0 and float(stats.resign_rate[1]) > 0.0
 
 
+def lanes_fn(config, search_c, apply_fn):
+    """``play_games(variables, keys[L], resign[L])`` with the test's settings."""
+    settings = selfplay.SelfPlaySettings.from_config(config)
+    return functools.partial(selfplay.play_games, settings, SearchSettings.from_config(search_c), GAME, apply_fn)
+
+
 def test_no_search_is_vmapped():
-    """vmap over lanes traces the search's loops unbatched; a plain vmap would batch their predicates."""
+    """Lanes are one search batch: the search's loops are traced unbatched; a vmap would batch their predicates."""
     apply_fn, variables, config, search_c = setup()
     keys, resign = lane_inputs()
-    lanes_fn = lambda k, r: selfplay.play_games(config, GAME, apply_fn, variables, k, r, search_config=search_c)
-    folded = while_predicates(jax.make_jaxpr(jax.vmap(lanes_fn))(keys, resign).jaxpr)
+    play = lanes_fn(config, search_c, apply_fn)
+    folded = while_predicates(jax.make_jaxpr(lambda k, r: play(variables, k, r))(keys, resign).jaxpr)
     assert folded and all(shape == () for shape in folded), folded
-    # the check can tell: a vmapped search (here over the network variables) has batched predicates
+    # the check can tell: a vmapped search (here one lane each over stacked network variables) has batched predicates
     stacked = jax.tree.map(lambda x: jnp.stack([x] * LANES), variables)
-    by_net = lambda v, k, r: selfplay.play_games(config, GAME, apply_fn, v, k, r, search_config=search_c)
+    by_net = lambda v, k, r: play(v, k[None], jax.tree.map(lambda x: x[None], r))
     plain = while_predicates(jax.make_jaxpr(jax.vmap(by_net))(stacked, keys, resign).jaxpr)
     assert plain and all(shape == (LANES,) for shape in plain), plain
 
@@ -101,8 +107,10 @@ def test_more_lanes_than_devices_through_the_iteration():
     # each lane equals that lane's self-play run alone (what one lane per device computes)
     alone_fn = jax.jit(make_selfplay_fn(config, program.game, program.net, LANES))
     for lane in range(LANES):
-        alone, alone_stats, _ = jax.device_get(alone_fn(state.actor, keys[lane], jax.tree.map(lambda x, i=lane: x[i],
-                                                                                                 state.resign)))
+        one = slice(lane, lane + 1)
+        alone, alone_stats, _ = jax.device_get(alone_fn(state.actor, keys[one], jax.tree.map(lambda x: x[one],
+                                                                                               state.resign)))
+        alone = jax.tree.map(lambda x: x[0], alone)
         np.testing.assert_array_equal(samples.mask[lane], alone.mask)
         np.testing.assert_array_equal(samples.state.mover.lo[lane], alone.state.mover.lo)
         np.testing.assert_allclose(samples.policy[lane], alone.policy, rtol=1e-4, atol=1e-6)

@@ -37,6 +37,15 @@ def search_config(variant="gumbel", sims=8):
     return c
 
 
+def play_one_lane(config, search_c, apply_fn, variables, key, resign, openings=None, game=GAME, final_board=False):
+    """``play_games`` for one lane (L = 1) with the configs ``config``/``search_c``, the lane axis dropped."""
+    settings = selfplay.SelfPlaySettings.from_config(config, final_board=final_board)
+    lane = lambda x: jnp.asarray(x)[None]
+    out = selfplay.play_games(settings, search.SearchSettings.from_config(search_c), game, apply_fn, variables,
+                              lane(key), jax.tree.map(lane, resign), openings)
+    return jax.tree.map(lambda x: x[0], out)
+
+
 def openings() -> np.ndarray:
     rows = selfplay.openings_from_transcripts(["", "b1", "b1a1"], GAME)
     assert rows.shape == (3, 2) and (rows[0] == -1).all()
@@ -56,8 +65,7 @@ def played(threshold: float, seed: int = 0):
 @functools.cache
 def _compiled_main():
     apply_fn, _ = tiny_net(GAME.size)
-    return jax.jit(lambda v, k, r, o: selfplay.play_games(main_config(), GAME, apply_fn, v, k, r,
-                                                          search_config=search_config(), openings=o))
+    return jax.jit(lambda v, k, r, o: play_one_lane(main_config(), search_config(), apply_fn, v, k, r, o))
 
 
 def states_at(out, t, b):
@@ -163,27 +171,28 @@ def test_resignation_bookkeeping():
 def test_resign_threshold_update_rule():
     c = main_config()
     c.resign.min_triggered = 2
+    r = selfplay.ResignSettings.from_config(c.resign)
     state = selfplay.ResignState(jnp.float32(-0.9), jnp.float32(0.0))
     # 10 played-out games; black's lowest value and result: those below -0.8 all lost
     min_value = jnp.asarray([[-0.95, 0.5]] * 5 + [[-0.85, 0.5]] * 5, jnp.float32)
     result = jnp.asarray([[-1.0, 1.0]] * 10, jnp.float32)
     playout = jnp.ones(10, bool)
-    up = selfplay.update_resign_state(c, state, min_value, result, playout)
+    up = selfplay.update_resign_state(r, state, min_value, result, playout)
     np.testing.assert_allclose(up.threshold, -0.9 + c.resign.max_change, atol=1e-6)  # safe: more aggressive
     assert up.false_positive_rate == 0
     # now black won every game although its value went below -0.9: far too many false positives
-    wrong = selfplay.update_resign_state(c, state, min_value, -result, playout)
+    wrong = selfplay.update_resign_state(r, state, min_value, -result, playout)
     np.testing.assert_allclose(wrong.threshold, -0.9 - c.resign.max_change, atol=1e-6)
     np.testing.assert_allclose(wrong.false_positive_rate, 1.0)
     # no played-out side fell below the threshold: nothing to judge, no change
     low = selfplay.ResignState(jnp.float32(-0.99), jnp.float32(0.0))
-    np.testing.assert_allclose(selfplay.update_resign_state(c, low, min_value, -result, playout).threshold, -0.99)
+    np.testing.assert_allclose(selfplay.update_resign_state(r, low, min_value, -result, playout).threshold, -0.99)
     # bounds hold
     high = selfplay.ResignState(jnp.float32(-0.52), jnp.float32(0.0))
-    np.testing.assert_allclose(selfplay.update_resign_state(c, high, min_value, result, playout).threshold,
+    np.testing.assert_allclose(selfplay.update_resign_state(r, high, min_value, result, playout).threshold,
                                c.resign.max_threshold)
     lowest = jnp.full((10, 2), -0.999, jnp.float32)
-    np.testing.assert_allclose(selfplay.update_resign_state(c, low, lowest, -result, playout).threshold,
+    np.testing.assert_allclose(selfplay.update_resign_state(r, low, lowest, -result, playout).threshold,
                                c.resign.min_threshold)
 
 
@@ -220,7 +229,7 @@ def test_puct_lambda_and_exact_endgame_values():
     c.td_lambda = 0.9
     c.exact_endgame_empties = 3
     apply_fn, variables = tiny_net(GAME.size)
-    fn = jax.jit(lambda v, k, r: selfplay.play_games(c, GAME, apply_fn, v, k, r, search_config=search_config("puct")))
+    fn = jax.jit(lambda v, k, r: play_one_lane(c, search_config("puct"), apply_fn, v, k, r))
     out, stats, resign = jax.tree.map(np.asarray, fn(variables, jax.random.key(3), selfplay.initial_resign_state(c)))
     mask = out.samples.mask
     empties = GAME.num_squares - np.asarray(GAME.observation(out.samples.state)).sum(axis=(-1, -2, -3))

@@ -23,8 +23,7 @@ policies instead. Both build the same trees. Only mctx's public API is used (ruf
 private modules).
 """
 
-from othello_jax.search.config import check_search_config, default_search_config
-from othello_jax.search.lockstep import search, simulate
+from othello_jax.search.config import SearchSettings, check_search_config, default_search_config, search_settings
 from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn, mask_logits
 from othello_jax.search.policies import gumbel_muzero_policy, muzero_policy
 from othello_jax.search.run import SearchResult, run_search, select_action
@@ -34,6 +33,6 @@ from othello_jax.search.variants import ENGINES, VARIANTS, VariantOutput, dirich
 __all__ = [
     "ENGINES", "TREE_UPDATES", "VARIANTS", "ApplyFn", "SearchResult", "VariantOutput", "check_search_config",
     "default_search_config", "dirichlet_noise", "evaluate", "gumbel_muzero_policy", "make_recurrent_fn",
-    "mask_logits", "muzero_policy", "run_search", "search",
-    "select_action", "simulate",
+    "mask_logits", "muzero_policy", "run_search", "select_action",
+    "SearchSettings", "search_settings",
 ]

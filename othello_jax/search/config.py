@@ -1,10 +1,20 @@
-"""Search settings: defaults and validation with one-line errors."""
+"""Search settings: defaults (``default_search_config``) and the typed record the search reads.
+
+The config file and the command line set a ``ConfigDict``; :meth:`SearchSettings.from_config`
+validates it once (one-line ``InputError``) into a frozen, hashable record, so a compiled
+function can take it as a static argument. Code below reads its fields; defaults live only in
+:func:`default_search_config`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
 import ml_collections
 
-from othello_jax.errors import InputError
+from othello_jax.errors import InputError, need
 from othello_jax.search.tree import TREE_UPDATES
 from othello_jax.search.variants import ENGINES, VARIANTS
 
@@ -35,19 +45,71 @@ def default_search_config() -> ml_collections.ConfigDict:
     return config
 
 
-def check_search_config(config: ml_collections.ConfigDict) -> None:
-    """Raise a one-line ``InputError`` naming the first impossible setting."""
-    if config.variant not in VARIANTS:
-        raise InputError(f"unknown search variant {config.variant!r}; choose from {', '.join(sorted(VARIANTS))}")
-    if config.engine not in ENGINES:
-        raise InputError(f"unknown search engine {config.engine!r}; choose from {', '.join(ENGINES)}")
-    if config.tree_updates not in TREE_UPDATES:
-        raise InputError(f"unknown search tree_updates {config.tree_updates!r}; choose from {', '.join(TREE_UPDATES)}")
-    if int(config.num_simulations) < 1:
-        raise InputError(f"search num_simulations must be >= 1, got {config.num_simulations}")
-    if int(config.max_depth) < 0:
-        raise InputError(f"search max_depth must be >= 0 (0 = unlimited), got {config.max_depth}")
-    if int(config.max_num_considered_actions) < 1:
-        raise InputError("search max_num_considered_actions must be >= 1")
-    if not 0.0 <= float(config.dirichlet_fraction) <= 1.0:
-        raise InputError(f"search dirichlet_fraction must be in [0, 1], got {config.dirichlet_fraction}")
+@dataclasses.dataclass(frozen=True)
+class SearchSettings:
+    """The search settings of :func:`default_search_config`, typed and validated (see there for each)."""
+
+    variant: str
+    num_simulations: int
+    max_depth: int
+    symmetry: bool
+    engine: str
+    tree_updates: str
+    compact_levels: bool
+    max_num_considered_actions: int
+    gumbel_scale: float
+    value_scale: float
+    maxvisit_init: float
+    rescale_values: bool
+    use_mixed_value: bool
+    pb_c_init: float
+    pb_c_base: float
+    dirichlet_fraction: float
+    dirichlet_alpha_scale: float
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | ml_collections.ConfigDict) -> SearchSettings:
+        """The record of a search config (``ConfigDict`` or dict); one-line ``InputError`` naming the
+        first missing or impossible setting."""
+        settings = cls(**read_fields(cls, config, "search"))
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        need(self.variant in VARIANTS,
+             f"unknown search variant {self.variant!r}; choose from {', '.join(sorted(VARIANTS))}")
+        need(self.engine in ENGINES, f"unknown search engine {self.engine!r}; choose from {', '.join(ENGINES)}")
+        need(self.tree_updates in TREE_UPDATES,
+             f"unknown search tree_updates {self.tree_updates!r}; choose from {', '.join(TREE_UPDATES)}")
+        need(self.num_simulations >= 1, f"search num_simulations must be >= 1, got {self.num_simulations}")
+        need(self.max_depth >= 0, f"search max_depth must be >= 0 (0 = unlimited), got {self.max_depth}")
+        need(self.max_num_considered_actions >= 1, "search max_num_considered_actions must be >= 1")
+        need(0.0 <= self.dirichlet_fraction <= 1.0,
+             f"search dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
+
+
+_CASTS = {"str": str, "int": int, "bool": bool, "float": float}
+
+
+def read_fields(cls: type, config: Mapping[str, Any] | ml_collections.ConfigDict, section: str,
+                skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``{field: config[field]}`` for the scalar fields of the dataclass ``cls`` (but ``skip``), cast
+    to the field's type (``str``, ``int``, ``bool`` or ``float``); a missing one is a one-line ``InputError``."""
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.type not in _CASTS or field.name in skip:
+            continue
+        if field.name not in config:
+            raise InputError(f"{section}.{field.name} is missing from the config")
+        values[field.name] = _CASTS[field.type](config[field.name])
+    return values
+
+
+def search_settings(config: SearchSettings | Mapping[str, Any] | ml_collections.ConfigDict) -> SearchSettings:
+    """``config`` as a :class:`SearchSettings` (validated once when given as a config)."""
+    return config if isinstance(config, SearchSettings) else SearchSettings.from_config(config)
+
+
+def check_search_config(config: SearchSettings | Mapping[str, Any] | ml_collections.ConfigDict) -> SearchSettings:
+    """Raise a one-line ``InputError`` naming the first impossible setting; the validated record."""
+    return search_settings(config)

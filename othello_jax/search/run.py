@@ -11,7 +11,7 @@ import ml_collections
 
 from othello_jax.game import Othello, State
 from othello_jax.search import keys
-from othello_jax.search.config import check_search_config
+from othello_jax.search.config import SearchSettings, search_settings
 from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn
 from othello_jax.search.variants import VARIANTS
 
@@ -41,18 +41,21 @@ class SearchResult(NamedTuple):
     tree: mctx.Tree
 
 
-def run_search(config: ml_collections.ConfigDict, apply_fn: ApplyFn, variables: dict,
+def run_search(config: SearchSettings | ml_collections.ConfigDict, apply_fn: ApplyFn, variables: dict,
                states: State, key: jax.Array, game: Othello) -> SearchResult:
-    """Search every root in the batch ``states`` (leading axis B) with the configured variant."""
-    check_search_config(config)
+    """Search every root in the batch ``states`` (leading axis B) with the configured variant.
+
+    ``config``: the search settings (a search config is validated into them first).
+    """
+    settings = search_settings(config)
     eval_key, search_key = keys.split(key)
-    symmetry = bool(config.symmetry)
+    symmetry = settings.symmetry
     logits, value = evaluate(apply_fn, variables, states, game, eval_key if symmetry else None)
     legal = game.legal_moves(states)
     root = mctx.RootFnOutput(prior_logits=logits, value=jnp.where(states.terminal, 0.0, value),
                              embedding=states)
     recurrent_fn = make_recurrent_fn(apply_fn, game, symmetry)
-    out = VARIANTS[config.variant](config, variables, search_key, root, recurrent_fn, ~legal)
+    out = VARIANTS[settings.variant](settings, variables, search_key, root, recurrent_fn, ~legal)
     tree = out.tree
     summary = tree.summary()
     visits = tree.children_visits[:, 0]

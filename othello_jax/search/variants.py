@@ -1,20 +1,20 @@
 """Search variants by name: Gumbel MuZero and AlphaZero PUCT; a new variant is one entry in ``VARIANTS``.
 
-Each runs on the engine ``config.engine`` names: ``"lockstep"`` (the project's batched search,
+Each runs on the engine ``settings.engine`` names: ``"lockstep"`` (the project's batched search,
 :mod:`othello_jax.search.policies`) or ``"mctx"`` (mctx's public policies, unmodified); both
-build the same trees (tested).
+build the same trees (tested). A variant reads a
+:class:`~othello_jax.search.config.SearchSettings` (``settings`` below).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import mctx
-import ml_collections
 
 from othello_jax.search import keys, policies
 from othello_jax.search.network import mask_logits
@@ -30,45 +30,40 @@ class VariantOutput(NamedTuple):
     tree: mctx.Tree
 
 
-def _qtransform(config: ml_collections.ConfigDict):
+def _qtransform(settings: Any):
     return functools.partial(
         mctx.qtransform_completed_by_mix_value,
-        value_scale=float(config.value_scale),
-        maxvisit_init=float(config.maxvisit_init),
-        rescale_values=bool(config.rescale_values),
-        use_mixed_value=bool(config.use_mixed_value),
+        value_scale=settings.value_scale,
+        maxvisit_init=settings.maxvisit_init,
+        rescale_values=settings.rescale_values,
+        use_mixed_value=settings.use_mixed_value,
     )
 
 
-def _max_depth(config: ml_collections.ConfigDict) -> int | None:
-    return int(config.max_depth) or None
-
-
-def _search(config: ml_collections.ConfigDict, lockstep_policy: Callable, mctx_policy: Callable,
+def _search(settings: Any, lockstep_policy: Callable, mctx_policy: Callable,
             variables, key, root, recurrent_fn, invalid, **kwargs):
-    """Run a variant's policy on the engine ``config.engine`` names, with the arguments every variant shares.
+    """Run a variant's policy on the engine ``settings.engine`` names, with the arguments every variant shares.
 
-    ``"lockstep"`` calls ``lockstep_policy`` (the project's engine, with ``config.tree_updates``
-    and ``config.compact_levels``); ``"mctx"`` calls ``mctx_policy`` (mctx's public policy).
+    ``"lockstep"`` calls ``lockstep_policy`` (the project's engine, with ``settings.tree_updates``
+    and ``settings.compact_levels``); ``"mctx"`` calls ``mctx_policy`` (mctx's public policy).
     ``kwargs`` are the variant's own settings.
     """
-    if config.engine == "mctx":
+    if settings.engine == "mctx":
         policy = mctx_policy
     else:
-        policy = functools.partial(lockstep_policy, updates=str(config.tree_updates),
-                                   compact=bool(config.get("compact_levels", True)))
-    return policy(variables, key, root, recurrent_fn, num_simulations=int(config.num_simulations),
-                  invalid_actions=invalid, max_depth=_max_depth(config), **kwargs)
+        policy = functools.partial(lockstep_policy, updates=settings.tree_updates, compact=settings.compact_levels)
+    return policy(variables, key, root, recurrent_fn, num_simulations=settings.num_simulations,
+                  invalid_actions=invalid, max_depth=settings.max_depth or None, **kwargs)
 
 
-def _gumbel(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
+def _gumbel(settings, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
     """Gumbel MuZero: sequential halving at the root; target = improved policy."""
     out = _search(
-        config, policies.gumbel_muzero_policy, mctx.gumbel_muzero_policy,
+        settings, policies.gumbel_muzero_policy, mctx.gumbel_muzero_policy,
         variables, key, root, recurrent_fn, invalid,
-        qtransform=_qtransform(config),
-        max_num_considered_actions=int(config.max_num_considered_actions),
-        gumbel_scale=float(config.gumbel_scale),
+        qtransform=_qtransform(settings),
+        max_num_considered_actions=settings.max_num_considered_actions,
+        gumbel_scale=settings.gumbel_scale,
     )
     return VariantOutput(out.action, out.action_weights, out.search_tree)
 
@@ -82,21 +77,21 @@ def dirichlet_noise(key: jax.Array, legal: jax.Array, alpha_scale: float) -> jax
     return gamma / jnp.maximum(jnp.sum(gamma, axis=-1, keepdims=True), jnp.finfo(jnp.float32).tiny)
 
 
-def _puct(config, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
+def _puct(settings, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
     """AlphaZero PUCT with root Dirichlet noise; target = root visit distribution."""
     noise_key, search_key = keys.split(key)
     legal = ~invalid
-    fraction = float(config.dirichlet_fraction)
-    noise = dirichlet_noise(noise_key, legal, float(config.dirichlet_alpha_scale))
+    fraction = settings.dirichlet_fraction
+    noise = dirichlet_noise(noise_key, legal, settings.dirichlet_alpha_scale)
     probs = (1.0 - fraction) * jax.nn.softmax(root.prior_logits) + fraction * noise
     root = root.replace(prior_logits=mask_logits(jnp.log(jnp.maximum(probs, 1e-30)), legal))
     out = _search(
-        config, policies.muzero_policy,
+        settings, policies.muzero_policy,
         functools.partial(mctx.muzero_policy, dirichlet_fraction=0.0),  # noise added above
         variables, search_key, root, recurrent_fn, invalid,
         qtransform=mctx.qtransform_by_parent_and_siblings,
-        pb_c_init=float(config.pb_c_init),
-        pb_c_base=float(config.pb_c_base),
+        pb_c_init=settings.pb_c_init,
+        pb_c_base=settings.pb_c_base,
     )
     visits = out.search_tree.children_visits[:, 0]
     # most visited legal move; ties broken by the prior

@@ -38,7 +38,8 @@ from othello_jax.training.sgd import make_sgd_step
 # self-play statistics that are counts (summed over lanes); the others are averaged
 COUNT_STATS = frozenset({"games", "positions", "moves", "harvested", "truncated_games"})
 
-# selfplay_fn(variables, key, resign_state) -> (samples with any leading axes, {name: scalar}, resign_state)
+# selfplay_fn(variables, keys[L], resign_state[L]) -> (samples [L, any batch axes], {name: [L]}, resign_state[L]):
+# L lanes at once, each with its own key and resign state
 SelfPlayFn = Callable[[dict, jax.Array, Any], tuple[Samples, dict, Any]]
 
 
@@ -147,28 +148,16 @@ def replay_window(replay_settings: ReplaySettings, iteration: jax.Array) -> jax.
 # the iteration
 # ---------------------------------------------------------------------------------------------
 def lane_selfplay(selfplay_fn: SelfPlayFn, mesh: Mesh):
-    """Run ``selfplay_fn`` once per lane, each device on its own lanes (``shard_map`` + ``vmap``).
+    """Run ``selfplay_fn`` on each device's own lanes (``shard_map``).
 
     Returns ``(actor, keys[lanes], resign[lanes]) -> (Samples [lanes, n], stats[lanes], resign)``.
-
-    With one lane per device ``selfplay_fn`` is called directly. With several, the ``vmap`` over
-    the device's lanes does not reach the search: the search-based self-play
-    (:func:`othello_jax.training.selfplay.play_games`) has a vmap rule that folds the lanes into
-    one batch of ``lanes * games`` roots (:func:`~othello_jax.training.selfplay.play_lanes`), so
-    the search's loops stay loops instead of running until every lane is done; each lane keeps
-    its own key and resign threshold, so the result does not depend on the device count. Other
-    self-play functions (tests' synthetic ones) are vmapped as usual.
+    ``selfplay_fn`` plays a device's lanes at once (the search-based one as one batch of
+    ``lanes * games`` roots, :func:`othello_jax.training.selfplay.play_games`); each lane keeps
+    its own key and resign threshold, so the result does not depend on the device count.
     """
-    def per_lane(actor, key, resign):
-        samples, stats, resign = selfplay_fn(actor, key, resign)
-        flat = flatten(samples)
-        return flat, stats, resign
-
     def local(actor, keys, resign):
-        if keys.shape[0] == 1:  # one lane per device: no vmap, so the search's conds stay conds
-            out = per_lane(actor, keys[0], jax.tree.map(lambda x: x[0], resign))
-            return jax.tree.map(lambda x: x[None], out)
-        return jax.vmap(per_lane, in_axes=(None, 0, 0))(actor, keys, resign)
+        samples, stats, resign = selfplay_fn(actor, keys, resign)
+        return jax.vmap(flatten)(samples), stats, resign
 
     lanes = PartitionSpec(AXIS)
     return _shard_map(local, mesh, in_specs=(PartitionSpec(), lanes, lanes), out_specs=lanes)

@@ -154,13 +154,8 @@ class TrainProgram:
         return plies * int(stage.selfplay.num_games) * (int(stage.search.num_simulations) + 1)
 
 
-def make_train(config: ConfigDict, mesh: Mesh | None = None, *, selfplay_fn: SelfPlayFn | None = None,
-               resign_init: Any = None) -> TrainProgram:
-    """Check ``config`` and resolve it into a :class:`TrainProgram` (one-line ``InputError`` if impossible).
-
-    ``selfplay_fn`` replaces the search-based self-play in every stage (tests use a synthetic
-    one, with its own ``resign_init`` state).
-    """
+def make_train(config: ConfigDict, mesh: Mesh | None = None) -> TrainProgram:
+    """Check ``config`` and resolve it into a :class:`TrainProgram` (one-line ``InputError`` if impossible)."""
     stages, stage_configs = resolve_stages(config)
     settings = stage_configs[0]
     mesh = mesh if mesh is not None else make_mesh(settings.num_devices)
@@ -172,11 +167,8 @@ def make_train(config: ConfigDict, mesh: Mesh | None = None, *, selfplay_fn: Sel
     unit = stage_unit(config.stages)
     optimizers = tuple(make_optimizer(c.optimizer, clock) for c in stage_configs)
     _check_optimizer_states(optimizers, stages, net, game, unit)
-    if selfplay_fn is None:
-        selfplay_fns = tuple(make_selfplay_fn(c, game, net, lanes) for c in stage_configs)
-        resign_init = selfplay.initial_resign_state(config.selfplay)
-    else:
-        selfplay_fns = (selfplay_fn,) * len(stages)
+    selfplay_fns = tuple(make_selfplay_fn(c, game, net, lanes) for c in stage_configs)
+    resign_init = selfplay.initial_resign_state(settings.selfplay)
     return TrainProgram(
         config=config, game=game, network=network, net=net, mesh=mesh, lanes=lanes,
         capacity=-(-settings.replay.capacity // lanes),
@@ -197,22 +189,21 @@ def _check_optimizer_states(optimizers, stages, net: AlphaZeroNet, game: Othello
 
 
 def make_selfplay_fn(config: ConfigDict, game: Othello, net: AlphaZeroNet, lanes: int) -> SelfPlayFn:
-    """One lane's self-play: ``config.selfplay.num_games / lanes`` games searched with ``config.search``.
+    """Self-play of any number of lanes, ``config.selfplay.num_games / lanes`` games each, searched
+    with ``config.search``: ``play(variables, keys[L], resign[L])``.
 
-    Returns game and harvested positions as one flat Samples batch, with the stats as a dict.
+    Returns each lane's game and harvested positions as one flat Samples batch ([L, n]), with the
+    stats as a dict of [L] arrays.
     """
-    games = int(config.selfplay.num_games)
+    games = config.selfplay.num_games
     if games % lanes:
         raise InputError(f"selfplay.num_games={games} must be a multiple of the {lanes} replay lanes")
-    lane_config = ConfigDict(config.selfplay.to_dict())
-    lane_config.num_games = games // lanes
-    lane_config.final_board = net.config.final_board_targets  # score/ownership heads need final boards
-    selfplay.check_selfplay_config(lane_config, config.search)
+    settings = dataclasses.replace(config.selfplay, num_games=games // lanes)
+    search = config.search
     apply_fn = functools.partial(net.apply, train=False)
 
-    def play(variables, key, resign):
-        out, stats, resign = selfplay.play_games(lane_config, game, apply_fn, variables, key, resign,
-                                                 search_config=config.search)
-        return out.training_samples(), stats._asdict(), resign
+    def play(variables, keys, resign):
+        out, stats, resign = selfplay.play_games(settings, search, game, apply_fn, variables, keys, resign)
+        return jax.vmap(selfplay.SelfPlayOutput.training_samples)(out), stats._asdict(), resign
 
     return play

@@ -19,13 +19,14 @@ from typing import Any, TypeVar
 
 from ml_collections import ConfigDict
 
-from othello_jax import agents, search
+from othello_jax import agents
 from othello_jax.errors import InputError, need
 from othello_jax.game import SIZES, Othello
 from othello_jax.model import NetworkConfig
-from othello_jax.training import selfplay
+from othello_jax.search import SearchSettings
 from othello_jax.training.config import CLOCKS, Stage, parse_stages, stage_config, stage_label, stage_unit
 from othello_jax.training.retired import check_retired
+from othello_jax.training.selfplay_config import SelfPlaySettings
 
 OPTIMIZERS = ("sgd", "adamw")
 LR_SCHEDULES = ("constant", "steps", "cosine")
@@ -154,8 +155,8 @@ class RunSettings:
     eval: EvalSettings
     gating: GatingSettings
     checkpoint: CheckpointSettings
-    search: ConfigDict  # the search section (checked), until it has its own record
-    selfplay: ConfigDict  # the self-play section (checked), until it has its own record
+    search: SearchSettings
+    selfplay: SelfPlaySettings
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,16 +194,14 @@ def network_config(config: ConfigDict) -> NetworkConfig:
     return dataclasses.replace(base, **overrides)
 
 
-def _search(config: ConfigDict) -> ConfigDict:
-    """The search section, checked (the one place search settings are built)."""
-    search.check_search_config(config.search)
-    return config.search
+def _search(config: ConfigDict) -> SearchSettings:
+    """The search record (the one place search settings are built and checked)."""
+    return SearchSettings.from_config(config.search)
 
 
-def _selfplay(config: ConfigDict) -> ConfigDict:
-    """The self-play section, checked against the search (the one place self-play settings are built)."""
-    selfplay.check_selfplay_config(config.selfplay, config.search)
-    return config.selfplay
+def _selfplay(config: ConfigDict, network: NetworkConfig) -> SelfPlaySettings:
+    """The self-play record; positions record final boards when the network has score/ownership heads."""
+    return SelfPlaySettings.from_config(config.selfplay, final_board=network.final_board_targets)
 
 
 def optimizer_settings(section: ConfigDict, total_steps: int | None = None) -> OptimizerSettings:
@@ -253,7 +252,7 @@ def resolve(config: ConfigDict) -> RunSettings:
     for name in ("score_weight", "ownership_weight"):
         need(getattr(loss, name) >= 0, f"loss.{name} must be >= 0, got {config.loss[name]}")
     network = network_config(config)  # unknown preset or value head -> InputError
-    search_section, selfplay_section = _search(config), _selfplay(config)
+    search_section, selfplay_section = _search(config), _selfplay(config, network)
     if evaluation.every:
         game = Othello(board_size)
         for spec in evaluation.opponents.split():
