@@ -99,13 +99,13 @@ def test_more_lanes_than_devices_through_the_iteration():
     mesh = train.make_mesh(1)
     program = make_train(config, mesh)
     state = program.init_state(jax.random.PRNGKey(0))
-    play = train.lane_selfplay(make_selfplay_fn(config, program.game, program.net, LANES), mesh)
+    play = train.lane_selfplay(make_selfplay_fn(program.stage_configs[0], program.game, program.net, LANES), mesh)
     keys = jax.random.split(jax.random.PRNGKey(5), LANES)
     samples, stats, resign = jax.device_get(jax.jit(play)(state.actor, keys, state.resign))
     assert samples.mask.shape[0] == LANES and stats["games"].tolist() == [4.0] * LANES
     assert resign.threshold.shape == (LANES,)
     # each lane equals that lane's self-play run alone (what one lane per device computes)
-    alone_fn = jax.jit(make_selfplay_fn(config, program.game, program.net, LANES))
+    alone_fn = jax.jit(make_selfplay_fn(program.stage_configs[0], program.game, program.net, LANES))
     for lane in range(LANES):
         one = slice(lane, lane + 1)
         alone, alone_stats, _ = jax.device_get(alone_fn(state.actor, keys[one], jax.tree.map(lambda x: x[one],

@@ -7,8 +7,9 @@ import pytest
 
 from othello_jax.commands.train import parse
 from othello_jax.errors import InputError
-from othello_jax.training.config import check_config, default_config
+from othello_jax.training.config import default_config
 from othello_jax.training.retired import RETIRED_SETTINGS, check_retired
+from othello_jax.training.settings import check_config
 
 REUSE = "search.reuse was removed: subtree reuse gave no gain at equal time (experiments/RESULTS.md, 'subtree reuse')"
 

@@ -27,7 +27,7 @@ def default_search_config() -> ml_collections.ConfigDict:
     config.max_depth = 0  # 0: no limit beyond the number of simulations
     config.symmetry = False  # evaluate the network on a random dihedral transform per position
     config.engine = "lockstep"  # the project's batched search; "mctx": mctx's public policies (same trees, slower)
-    # lockstep tree writes: "scatter" (the default everywhere) or "select" (one-hot writes, meant for TPU, unmeasured there)
+    # lockstep tree writes: "scatter" (the default everywhere) or "select" (one-hot; meant for TPU, unmeasured there)
     config.tree_updates = "scatter"
     # lockstep deep levels on the trees still working only (B/2, B/4, B/8 lanes; same trees; scatter updates only)
     config.compact_levels = True

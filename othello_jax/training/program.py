@@ -188,7 +188,7 @@ def _check_optimizer_states(optimizers, stages, net: AlphaZeroNet, game: Othello
                              "a stage may change its learning rate and schedule, not its kind or clipping")
 
 
-def make_selfplay_fn(config: ConfigDict, game: Othello, net: AlphaZeroNet, lanes: int) -> SelfPlayFn:
+def make_selfplay_fn(config: RunSettings, game: Othello, net: AlphaZeroNet, lanes: int) -> SelfPlayFn:
     """Self-play of any number of lanes, ``config.selfplay.num_games / lanes`` games each, searched
     with ``config.search``: ``play(variables, keys[L], resign[L])``.
 
