@@ -90,8 +90,8 @@ def report(measured: dict) -> str:
     """The table: per band, MSE / sign-right share of every value, and optimal-move shares."""
     empties, exact = measured["empties"], measured["exact"]
     bands = [(lo, hi) for lo, hi in BANDS if ((empties >= lo) & (empties <= hi)).any()]
-    head = f"{'':32}" + "".join(f"{f'{lo}-{hi} empties':>22}" for lo, hi in bands)
-    lines = [head, f"{'positions':32}" + "".join(f"{int(((empties >= lo) & (empties <= hi)).sum()):>22}"
+    head = f"{'':36}" + "".join(f"{f'{lo}-{hi} empties':>22}" for lo, hi in bands)
+    lines = [head, f"{'positions':36}" + "".join(f"{int(((empties >= lo) & (empties <= hi)).sum()):>22}"
                                                  for lo, hi in bands)]
     for name, value in measured["values"].items():
         cells = []
@@ -100,12 +100,12 @@ def report(measured: dict) -> str:
             mse = float(np.mean((value[rows] - exact[rows]) ** 2))
             sign = float(np.mean(np.sign(np.round(value[rows], 6)) == exact[rows]))
             cells.append(f"{f'{mse:.3f} / {100 * sign:.0f}%':>22}")
-        lines.append(f"{name + ' (MSE / sign)':32}" + "".join(cells))
+        lines.append(f"{name + ' (MSE / sign)':36}" + "".join(cells))
     for name in ("policy_optimal", "prior_optimal"):
         label = {"policy_optimal": "search's policy target optimal", "prior_optimal": "raw prior's best optimal"}[name]
         cells = [f"{100 * float(np.mean(measured[name][(empties >= lo) & (empties <= hi)])):>21.0f}%"
                  for lo, hi in bands]
-        lines.append(f"{label:32}" + "".join(cells))
+        lines.append(f"{label:36}" + "".join(cells))
     return "\n".join(lines)
 
 
