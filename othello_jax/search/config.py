@@ -9,12 +9,12 @@ function can take it as a static argument. Code below reads its fields; defaults
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import ml_collections
 
-from othello_jax.errors import InputError, need
+from othello_jax.errors import need
 from othello_jax.search.tree import TREE_UPDATES
 from othello_jax.search.variants import ENGINES, VARIANTS
 
@@ -72,7 +72,7 @@ class SearchSettings:
     def from_config(cls, config: Mapping[str, Any] | ml_collections.ConfigDict) -> SearchSettings:
         """The record of a search config (``ConfigDict`` or dict); one-line ``InputError`` naming the
         first missing or impossible setting."""
-        settings = cls(**read_fields(cls, config, "search"))
+        settings = read_record(cls, config, "search")
         settings.check()
         return settings
 
@@ -89,21 +89,29 @@ class SearchSettings:
              f"search dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
 
 
-_CASTS = {"str": str, "int": int, "bool": bool, "float": float}
+Record = TypeVar("Record")
+
+# the annotated field types a config value is converted to (configs hold ints where floats are meant)
+_CASTS: dict[str, Callable[[Any], Any]] = {
+    "str": str, "int": int, "bool": bool, "float": float,
+    "tuple[int, ...]": lambda v: tuple(int(x) for x in v),
+    "tuple[float, ...]": lambda v: tuple(float(x) for x in v),
+}
 
 
-def read_fields(cls: type, config: Mapping[str, Any] | ml_collections.ConfigDict, section: str,
-                skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """``{field: config[field]}`` for the scalar fields of the dataclass ``cls`` (but ``skip``), cast
-    to the field's type (``str``, ``int``, ``bool`` or ``float``); a missing one is a one-line ``InputError``."""
-    values = {}
+def read_record(cls: type[Record], config: Mapping[str, Any] | ml_collections.ConfigDict, section: str,
+                **given: Any) -> Record:
+    """The dataclass ``cls`` with each field read from the config section ``config`` and converted
+    to its annotated type, except those ``given`` (nested records, values resolved elsewhere).
+    A field the section lacks is a one-line ``InputError`` naming it: defaults live in the
+    config's defaults only. The one reader of every settings record (search, self-play, training)."""
+    values = dict(given)
     for field in dataclasses.fields(cls):
-        if field.type not in _CASTS or field.name in skip:
+        if field.name in values:
             continue
-        if field.name not in config:
-            raise InputError(f"{section}.{field.name} is missing from the config")
-        values[field.name] = _CASTS[field.type](config[field.name])
-    return values
+        need(field.name in config, f"config has no setting {section}.{field.name} (start from default_config())")
+        values[field.name] = _CASTS[str(field.type)](config[field.name])
+    return cls(**values)
 
 
 def search_settings(config: SearchSettings | Mapping[str, Any] | ml_collections.ConfigDict) -> SearchSettings:

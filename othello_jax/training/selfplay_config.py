@@ -15,7 +15,7 @@ import ml_collections
 
 from othello_jax.errors import need
 from othello_jax.game import Othello
-from othello_jax.search.config import read_fields
+from othello_jax.search.config import read_record
 
 VALUE_TARGETS = ("z", "q", "zq", "lambda")
 
@@ -59,7 +59,7 @@ class HarvestSettings:
 
     @classmethod
     def from_config(cls, config: Config) -> HarvestSettings:
-        settings = cls(**read_fields(cls, config, "selfplay.harvest"))
+        settings = read_record(cls, config, "selfplay.harvest")
         need(settings.per_tree >= 0, "selfplay.harvest.per_tree must be >= 0")
         need(settings.min_visits >= 1, "selfplay.harvest.min_visits must be >= 1")
         return settings
@@ -80,7 +80,7 @@ class ResignSettings:
 
     @classmethod
     def from_config(cls, config: Config) -> ResignSettings:
-        r = cls(**read_fields(cls, config, "selfplay.resign"))
+        r = read_record(cls, config, "selfplay.resign")
         need(0.0 <= r.playout_fraction <= 1.0, "selfplay.resign.playout_fraction must be in [0, 1]")
         need(-1.0 <= r.min_threshold <= r.max_threshold <= 1.0,
              "selfplay.resign thresholds must satisfy -1 <= min_threshold <= max_threshold <= 1")
@@ -108,9 +108,8 @@ class SelfPlaySettings:
     @classmethod
     def from_config(cls, config: Config, final_board: bool = False) -> SelfPlaySettings:
         """The records of a ``selfplay`` section; one-line ``InputError`` naming the first impossible setting."""
-        s = cls(**read_fields(cls, config, "selfplay", skip=("final_board",)),
-                harvest=HarvestSettings.from_config(config["harvest"]),
-                resign=ResignSettings.from_config(config["resign"]), final_board=bool(final_board))
+        s = read_record(cls, config, "selfplay", harvest=HarvestSettings.from_config(config["harvest"]),
+                        resign=ResignSettings.from_config(config["resign"]), final_board=bool(final_board))
         need(s.num_games >= 1, f"selfplay.num_games must be >= 1, got {s.num_games}")
         need(s.max_plies >= 0, f"selfplay.max_plies must be >= 0, got {s.max_plies}")
         need(s.temperature >= 0, f"selfplay.temperature must be >= 0, got {s.temperature}")

@@ -8,14 +8,14 @@
 else: a record is filled with the config's fields only, so a config missing a field is a
 one-line error, not a second default. The records keep the config's names
 (``settings.eval.every``, ``settings.train.batch_size``, ...), so code below ``make_train``
-reads them as it read the config. ``search`` and ``selfplay`` stay ConfigDict sections for now,
-built (and checked) in one place each: :func:`_search` and :func:`_selfplay`.
+reads them as it read the config. The search and self-play records come from their own modules
+(:class:`~othello_jax.search.SearchSettings`, :class:`~othello_jax.training.selfplay_config.SelfPlaySettings`),
+built in one place each: :func:`_search` and :func:`_selfplay`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
 
 from ml_collections import ConfigDict
 
@@ -24,6 +24,7 @@ from othello_jax.errors import InputError, need
 from othello_jax.game import SIZES, Othello
 from othello_jax.model import NetworkConfig
 from othello_jax.search import SearchSettings
+from othello_jax.search.config import read_record
 from othello_jax.training.config import CLOCKS, Stage, parse_stages, stage_config, stage_label, stage_unit
 from othello_jax.training.retired import check_retired
 from othello_jax.training.selfplay_config import SelfPlaySettings
@@ -162,29 +163,6 @@ class RunSettings:
 # ---------------------------------------------------------------------------------------------
 # resolving
 # ---------------------------------------------------------------------------------------------
-Record = TypeVar("Record")
-
-
-def read_section(cls: type[Record], section: ConfigDict, name: str, **resolved: Any) -> Record:
-    """``cls`` with each field read from ``section`` (converted to the field's type), except those
-    given in ``resolved``; a field the section lacks is a one-line error naming it."""
-    values = dict(resolved)
-    for field in dataclasses.fields(cls):
-        if field.name in values:
-            continue
-        need(field.name in section, f"config has no setting {name}.{field.name} (start from default_config())")
-        values[field.name] = _typed(section[field.name], str(field.type))
-    return cls(**values)
-
-
-def _typed(value: Any, kind: str) -> Any:
-    """``value`` as the annotated type ``kind`` (the configs hold ints where floats are meant)."""
-    converters = {"int": int, "float": float, "bool": bool, "str": str,
-                  "tuple[int, ...]": lambda v: tuple(int(x) for x in v),
-                  "tuple[float, ...]": lambda v: tuple(float(x) for x in v)}
-    return converters[kind](value)
-
-
 def network_config(config: ConfigDict) -> NetworkConfig:
     """``config.network``: ``preset`` (tiny/small/standard/large) overridden by ``blocks``/``channels``/... if > 0."""
     net = config.network
@@ -207,7 +185,7 @@ def _selfplay(config: ConfigDict, network: NetworkConfig) -> SelfPlaySettings:
 def optimizer_settings(section: ConfigDict, total_steps: int | None = None) -> OptimizerSettings:
     """``section`` as an :class:`OptimizerSettings`, with ``total_steps`` when given; checked."""
     resolved = {} if total_steps is None else {"total_steps": int(total_steps)}
-    optimizer = read_section(OptimizerSettings, section, "optimizer", **resolved)
+    optimizer = read_record(OptimizerSettings, section, "optimizer", **resolved)
     need(optimizer.name in OPTIMIZERS, f"unknown optimizer {optimizer.name!r}; choose sgd or adamw")
     need(optimizer.schedule in LR_SCHEDULES,
          f"unknown learning-rate schedule {optimizer.schedule!r}; choose constant, steps or cosine")
@@ -225,30 +203,30 @@ def resolve(config: ConfigDict) -> RunSettings:
     need(board_size in SIZES, f"board_size must be one of {SIZES}, got {config.board_size}")
     need(iterations >= 1, f"iterations must be >= 1, got {config.iterations}")
     need(float(config.max_minutes) >= 0, "max_minutes must be >= 0")
-    train = read_section(TrainSettings, config.train, "train")
+    train = read_record(TrainSettings, config.train, "train")
     need(train.batch_size >= 1, f"train.batch_size must be >= 1, got {train.batch_size}")
     need(train.steps_per_iteration >= 1, "train.steps_per_iteration must be >= 1")
     need(train.unroll in UNROLL_MODES, f"train.unroll must be auto, yes or no, got {train.unroll!r}")
-    replay = read_section(ReplaySettings, config.replay, "replay")
+    replay = read_record(ReplaySettings, config.replay, "replay")
     need(replay.capacity >= 1, "replay.capacity must be >= 1")
     need(replay.window_start >= 1, "replay.window_start must be >= 1")
     need(replay.window_max >= replay.window_start, "replay.window_max must be >= replay.window_start")
-    checkpoint = read_section(CheckpointSettings, config.checkpoint, "checkpoint")
+    checkpoint = read_record(CheckpointSettings, config.checkpoint, "checkpoint")
     need(checkpoint.every >= 1, "checkpoint.every must be >= 1")
     need(checkpoint.every_minutes >= 0, "checkpoint.every_minutes must be >= 0 (0 = off)")
     need(checkpoint.keep >= 1, "checkpoint.keep must be >= 1")
-    distributed = read_section(DistributedSettings, config.distributed, "distributed")
+    distributed = read_record(DistributedSettings, config.distributed, "distributed")
     need(distributed.num_processes >= 0, "distributed.num_processes must be >= 0 (0 = from the env)")
     need(distributed.process_id >= -1, "distributed.process_id must be >= 0 (-1 = from the env)")
-    evaluation = read_section(EvalSettings, config.eval, "eval")
-    gating = read_section(GatingSettings, config.gating, "gating")
+    evaluation = read_record(EvalSettings, config.eval, "eval")
+    gating = read_record(GatingSettings, config.gating, "gating")
     need(evaluation.every >= 0, "eval.every must be >= 0 (0 = never)")
     need(0.0 < gating.threshold <= 1.0, "gating.threshold must be in (0, 1]")
     need(not gating.enabled or gating.every >= 1, "gating.every must be >= 1")
     need(evaluation.games >= 2 and evaluation.games % 2 == 0,
          "eval.games must be even and >= 2 (each opening is played with both colours)")
     need(not gating.enabled or (gating.games >= 2 and gating.games % 2 == 0), "gating.games must be even and >= 2")
-    loss = read_section(LossSettings, config.loss, "loss")
+    loss = read_record(LossSettings, config.loss, "loss")
     for name in ("score_weight", "ownership_weight"):
         need(getattr(loss, name) >= 0, f"loss.{name} must be >= 0, got {config.loss[name]}")
     network = network_config(config)  # unknown preset or value head -> InputError

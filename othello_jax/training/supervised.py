@@ -29,6 +29,7 @@ from othello_jax import checkpoint
 from othello_jax.data import expert, move_prediction
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, NetworkConfig, init_variables, make_network
+from othello_jax.search.config import read_record
 from othello_jax.training import replay
 from othello_jax.training.metrics import MetricsLog
 from othello_jax.training.optimizers import learning_rate_schedule, make_optimizer
@@ -39,7 +40,6 @@ from othello_jax.training.settings import (
     need,
     network_config,
     optimizer_settings,
-    read_section,
 )
 from othello_jax.training.sgd import make_sgd_step
 
@@ -83,9 +83,9 @@ class SupervisedSettings:
 def resolve(config: ConfigDict) -> SupervisedSettings:
     """``config`` as :class:`SupervisedSettings`; a one-line ``InputError`` names the first
     impossible setting (the data directory is checked by :func:`check_config`)."""
-    data = read_section(DataSettings, config.data, "data")
-    settings = read_section(SupervisedSettings, config, "config", data=data, network=network_config(config),
-                            loss=read_section(LossSettings, config.loss, "loss"),
+    data = read_record(DataSettings, config.data, "data")
+    settings = read_record(SupervisedSettings, config, "config", data=data, network=network_config(config),
+                            loss=read_record(LossSettings, config.loss, "loss"),
                             optimizer=optimizer_settings(config.optimizer))
     need(settings.batch_size >= 1, f"batch_size must be >= 1, got {settings.batch_size}")
     need(settings.total_steps >= 1, f"total_steps must be >= 1, got {settings.total_steps}")
