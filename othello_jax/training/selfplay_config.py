@@ -120,10 +120,8 @@ class SelfPlaySettings:
         return s
 
 
-def check_selfplay_config(config: Config, search_config: Any = None) -> SelfPlaySettings:
-    """Raise a one-line ``InputError`` naming the first impossible setting; the validated record.
-    (``search_config`` is accepted for old callers: no self-play setting depends on the search.)"""
-    del search_config
+def check_selfplay_config(config: Config) -> SelfPlaySettings:
+    """Raise a one-line ``InputError`` naming the first impossible setting; the validated record."""
     return SelfPlaySettings.from_config(config)
 
 
