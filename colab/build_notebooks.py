@@ -99,29 +99,31 @@ with the package, so nothing needs training first; point `CHECKPOINT` at your ow
 workdir, `WORKDIR/best` or a `.msgpack` file to play it instead). Click a square (when ipywidgets is
 available, as in Colab) or type moves with `game.move("d3")`. After each of its moves the agent
 shows its value estimate and the moves its search visited most; `game.hint()` shows the search's
-view of your position."""),
+view of your position. Like Edax and Egaroucid, it plays the last empty squares perfectly
+with the exact solver (`SOLVE` sets how many; 0 turns it off)."""),
         new_code_cell(parameters('''
 CHECKPOINT = "builtin:6x6"  # the shipped 6x6 network, or a run: "/content/drive/MyDrive/othello-jax/runs/othello"
 SIMS = 200  # search simulations per agent move
 YOUR_COLOR = "black"  # black moves first
+SOLVE = None  # exact endgame: positions with at most SOLVE empties (None: the board's default, 0: off)
 if TEST_MODE:
-    CHECKPOINT, SIMS = "", 8
+    CHECKPOINT, SIMS, SOLVE = "", 8, 6
 '''), metadata={"tags": ["parameters"]}),
         new_code_cell(INSTALL),
         new_code_cell(mount_drive("CHECKPOINT")),
         new_markdown_cell("## Load the agent"),
         new_code_cell(TINY_CHECKPOINT + '''
 
-from othello_jax.commands.agent_options import checkpoint_player
+from othello_jax.commands.agent_options import checkpoint_player, with_endgame_solve
 from othello_jax.game import Othello
 from othello_jax.interface.notebook_play import NotebookGame
 
 if TEST_MODE and not CHECKPOINT:
     CHECKPOINT = tiny_checkpoint()
-player = checkpoint_player(CHECKPOINT, SIMS)
+player = with_endgame_solve(checkpoint_player(CHECKPOINT, SIMS), SOLVE)
 board = Othello(player.size)
 game = NotebookGame(player.make_agent(board), board, human=0 if YOUR_COLOR.startswith("b") else 1,
-                    analyzer=player.analyzer)
+                    analyzer=player.analyzer, commentary=player.commentary)
 print(f"playing {player.name} on {player.size}x{player.size}; the first search compiles (a few seconds)")
 game
 '''),
@@ -151,10 +153,13 @@ game.move(MOVE)
         played = len(game.session.actions)
         game.square_buttons[game.session.legal_actions()[-1]].click()
         assert len(game.session.actions) > played, game.message
+    else:
+        game.move(scripted_move())
+    print(game.agent_report())  # the search's move: more than SOLVE empties were left
     while not game.session.is_over:
         game.move(scripted_move())
     print(game.status())
-    print(game.agent_report())
+    print(game.agent_report())  # the solver's move
     game.undo().hint()
     assert game.hint_analysis is not None and not game.session.is_over
 game
@@ -323,7 +328,7 @@ ANCHOR = "random"  # the player rated 0
 if TEST_MODE:
     WORKDIR = {TEST_WORKDIR}  # the train notebook's test run (trained here if missing)
     MAX_CHECKPOINTS, SIMS, GAMES, BASELINES = 2, 0, 2, ["random"]
-    ENGINE_CMD = f"{{sys.executable}} -m othello_jax.cli engine --agent=greedy"  # our own engine over GTP
+    ENGINE_CMD = f"{{sys.executable}} -m othello_jax.cli engine --agent=greedy --no-solve"  # our own engine over GTP
 '''), metadata={"tags": ["parameters"]}),
         new_code_cell(INSTALL),
         new_code_cell(mount_drive("WORKDIR")),

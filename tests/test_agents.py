@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -157,6 +158,13 @@ def test_solve_option_plays_endgames_perfectly():
     np.testing.assert_array_equal(-np.asarray(after)[live], np.asarray(best)[live])
     with pytest.raises(AgentSpecError, match="solver=... only goes with solve=E"):
         parse_agent("random:solver=c", game)
+
+
+def test_solve_zero_means_no_exact_endgame():
+    game = Othello(4)
+    plain, unsolved = parse_agent("greedy", game), parse_agent("greedy:solve=0", game)
+    assert unsolved.name == "greedy" and unsolved.jittable
+    assert dataclasses.replace(unsolved, act=plain.act) == plain  # not wrapped: the same agent otherwise
 
 
 def test_spec_names_and_shorthands():

@@ -219,11 +219,12 @@ def test_engine_subprocess_answers_malformed_commands_with_protocol_errors(repo_
 
 def test_engine_plays_the_arena_gtp_agent_move_for_move_like_in_process(repo_on_path):
     """alphabeta:1 served over GTP plays exactly the games it plays in process (both sides are
-    deterministic), through the arena's GTP client, on 4x4 with every opening twice."""
+    deterministic), through the arena's GTP client, on 4x4 with every opening twice (without the
+    exact endgame the engine plays by default)."""
     game = Othello(4)
     lines = match_openings(game, 6, jax.random.PRNGKey(3))
     opponent = parse_agent("alphabeta:2", game)
-    served = gtp_agent(engine_command("--agent=alphabeta:1"), game, timeout=300)
+    served = gtp_agent(engine_command("--agent=alphabeta:1", "--no-solve"), game, timeout=300)
     try:
         over_gtp = play_match(game, served, opponent, lines, jax.random.PRNGKey(0))
     finally:
@@ -251,3 +252,23 @@ def test_a_served_checkpoint_plays_full_games_through_the_arena(repo_on_path, tm
     for record in result.records():
         final, _ = play_transcript(record.transcript(4), game)
         assert bool(final.terminal)
+
+
+def test_engine_solves_endgames_by_default(monkeypatch, capsys):
+    """`engine --agent=random` on 4x4 plays both sides perfectly (every move is within the default
+    depth): the final score is the value of the start position by brute-force minimax."""
+    from othello_jax.commands import engine as engine_command
+    from othello_jax.commands.agent_options import PLAYING_SOLVE_DEPTH
+    from tests.solver_helpers import BruteForce, to_ints
+
+    genmoves = [f"genmove {'bw'[ply % 2]}" for ply in range(20)]  # a pass when forced or over
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(genmoves + ["final_score", "quit"]) + "\n"))
+    assert engine_command.main(["--agent=random", "--size=4"]) == 0
+    out, err = capsys.readouterr()
+    assert f"engine: random,solve={PLAYING_SOLVE_DEPTH[4]},solver=c on 4x4" in err
+    (black,), (white,) = to_ints(jax.tree.map(lambda x: x[None], Othello(4).init()))
+    value = BruteForce(4).value(black, white)  # black's view: black moves first
+    assert out.split("\n\n")[-3] == f"= {'0' if value == 0 else ('B+' if value > 0 else 'W+') + str(abs(value))}"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("quit\n"))
+    assert engine_command.main(["--agent=random", "--size=4", "--no-solve"]) == 0
+    assert "engine: random on 4x4" in capsys.readouterr().err

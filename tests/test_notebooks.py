@@ -89,7 +89,8 @@ def test_play_notebook(notebook_dir, monkeypatch):
     out = text_outputs(execute("play.ipynb", notebook_dir, monkeypatch))
     assert "Game over:" in out
     assert "took back your last move" in out
-    assert "Agent's value estimate" in out
+    assert "Agent's value estimate" in out  # the search's moves, then the solver's (SOLVE=6 in the test)
+    assert ",solve=6,solver=c on 4x4" in out and "perfect play: the exact endgame solver chose this move" in out
     assert "illegal: square 'f5' is off the 4x4 board" in out  # typed input is checked, not raised
 
 

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from othello_jax.commands.agent_options import PLAYING_SOLVE_DEPTH
 from othello_jax.commands.play import finish, play_game
 from othello_jax.game import Othello, play_transcript, square_name
 from othello_jax.interface.session import GameSession
@@ -89,7 +90,7 @@ def test_forced_pass_must_be_typed(capsys):
     assert code == 0, capsys.readouterr().err
     assert "You have no legal move; type pass" in out
     assert "illegal: c1 is illegal: black has no legal move and must pass" in out
-    assert "white (greedy) plays c1" in out
+    assert f"white (greedy,solve={PLAYING_SOLVE_DEPTH[8]},solver=c) plays c1" in out  # solved by default
     assert "result: white wins 64-0" in out  # 3 discs plus the empties
     assert "record: --c1" in out
 
@@ -129,7 +130,8 @@ def test_play_command_against_a_checkpoint_through_piped_stdin(tmp_path):
     checkpoint = save_tiny_checkpoint(tmp_path, board_size=4)
     squares = [square_name(a, 4) for a in range(16)] + ["pass"]
     result = subprocess.run(
-        [sys.executable, "-m", "othello_jax.cli", "play", f"--checkpoint={checkpoint}", "--sims=4", "--color=white"],
+        [sys.executable, "-m", "othello_jax.cli", "play", f"--checkpoint={checkpoint}", "--sims=4", "--color=white",
+         "--solve=6"],
         input="\n".join(["hint"] + squares * 12) + "\n", capture_output=True, text=True, cwd=REPO, timeout=600,
         env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert result.returncode == 0, result.stderr[-2000:]
@@ -138,8 +140,9 @@ def test_play_command_against_a_checkpoint_through_piped_stdin(tmp_path):
     final, actions = play_transcript(record, Othello(4))
     assert bool(final.terminal)
     assert f"result: {GameSession.from_text(Othello(4), moves=record).result_text()}" in out
-    assert "illegal: " in out and "black (network, 4 sims) plays" in out
+    assert "illegal: " in out and "black (network, 4 sims,solve=6,solver=c) plays" in out
     assert "value estimate" in out  # the agent's commentary after its moves
+    assert "perfect play: the exact endgame solver chose this move" in out  # the last 6 empties
     assert "search value" in out and "after 4 simulations" in out  # the hint: the search on your position
 
 
@@ -212,7 +215,8 @@ def test_play_command_in_a_pseudo_terminal():
     import time
 
     fd, terminal = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "othello_jax.cli", "play", "--agent=greedy", "--size=4"],
+    process = subprocess.Popen([sys.executable, "-m", "othello_jax.cli", "play", "--agent=greedy", "--size=4",
+                                "--no-solve"],
                                stdin=terminal, stdout=terminal, stderr=terminal, cwd=REPO, start_new_session=True,
                                env=dict(os.environ, PYTHONPATH=str(REPO)))
     os.close(terminal)
@@ -262,3 +266,93 @@ def test_play_against_an_external_gtp_engine_agent(monkeypatch):
     record = re.search(r"^record: (\S+)$", out, re.M).group(1)
     final, _ = play_transcript(record, Othello(4))
     assert bool(final.terminal) and "result: " in out
+
+
+# ---- exact endgames by default (play, the notebook player) ---------------------------------
+# 6x6, 10 empty squares, black to move: f6 alone keeps the draw (the other five moves lose),
+# found with tests.solver_helpers.BruteForce
+SOLVE_BOARD = "X-XX-OXXXXO-XOXXO-OOOOOX--XOO---OOO- X"
+
+
+def agent_moves(options: list[str]) -> str:
+    """play's output when the agent (black) moves once and the human quits."""
+    from othello_jax.commands import play
+
+    out = io.StringIO()
+    assert play.main(options + ["--color=white"], stdin=io.StringIO("quit\n"), stdout=out) == 1
+    return out.getvalue()
+
+
+def test_play_solves_the_endgame_by_default_and_no_solve_turns_it_off():
+    depth = PLAYING_SOLVE_DEPTH[6]
+    for options, name in [(["--agent=random"], f"random,solve={depth},solver=c"),
+                          (["--agent=random", "--no-solve"], "random"),
+                          (["--agent=random:solve=0"], "random")]:  # solve=0 in a spec: no exact endgame
+        assert f"black ({name}) plays" in agent_moves(options + ["--size=6"]), options
+
+
+def test_play_options_name_the_solve_depth_of_checkpoints_and_specs():
+    from othello_jax.commands import agent_options, play
+
+    def name(*options: str) -> str:
+        return agent_options.build(play.build_parser().parse_args(list(options))).name
+
+    assert name("--checkpoint=builtin:6x6") == f"network, 64 sims,solve={PLAYING_SOLVE_DEPTH[6]},solver=c"
+    assert name("--checkpoint=builtin:6x6", "--no-solve") == "network, 64 sims"
+    assert name("--agent=greedy", "--size=8") == f"greedy,solve={PLAYING_SOLVE_DEPTH[8]},solver=c"
+    assert name("--agent=greedy", "--solve=7") == "greedy,solve=7,solver=c"
+    assert name("--agent=greedy", "--solve=0") == "greedy"
+    assert name("--agent=greedy:solve=5", "--size=4") == "greedy:solve=5"  # the spec's own depth wins
+    assert name("--agent=perfect", "--size=4") == "perfect"  # exact already: left alone
+    with pytest.raises(agent_options.AgentOptionError, match="give the endgame depth once"):
+        name("--agent=greedy:solve=5", "--no-solve")
+    with pytest.raises(agent_options.AgentOptionError, match="--solve must be >= 0"):
+        name("--agent=greedy", "--solve=-1")
+
+
+def test_play_without_the_c_solver_plays_on_and_says_so_once(monkeypatch, capsys):
+    from othello_jax.solver import CSolverUnavailable, c_solver
+
+    def no_compiler():
+        raise CSolverUnavailable("no C compiler found (set $CC or install cc/gcc/clang); the JAX solver still works")
+
+    monkeypatch.setattr(c_solver, "library", no_compiler)
+    assert "black (random) plays" in agent_moves(["--agent=random", "--size=6"])
+    err = capsys.readouterr().err
+    assert err == "othello-jax: endgames are not solved exactly: no C compiler found (set $CC or install " \
+                  "cc/gcc/clang); the JAX solver still works\n"
+
+
+def test_play_default_agent_plays_the_exact_endgame_move():
+    """A random agent finds the only move keeping the draw (1 in 6 by chance), as an independent
+    brute-force minimax says."""
+    from othello_jax.game import parse_board
+    from tests.solver_helpers import BruteForce, to_ints
+
+    out = agent_moves(["--agent=random", f"--board={SOLVE_BOARD}"])
+    played = re.search(r"^black \(random,solve=\d+,solver=c\) plays (\w+)$", out, re.M).group(1)
+    assert "perfect play: the exact endgame solver chose this move" in out
+    state, game = parse_board(SOLVE_BOARD)
+    (me,), (you,) = to_ints(jax.tree.map(lambda x: x[None], state))
+    brute = BruteForce(6)
+    values = {square_name(sq // 8 * 6 + sq % 8, 6): -brute.value(*brute.child(me, you, sq))
+              for sq in brute.moves(me, you)}
+    best = max(values.values())
+    assert played in values and values[played] == best
+    assert sum(v == best for v in values.values()) < len(values)  # a wrong move was possible
+
+
+def test_notebook_player_solves_the_endgame_unless_told_not_to():
+    from othello_jax.commands.agent_options import spec_player, with_endgame_solve
+    from othello_jax.interface.notebook_play import NotebookGame
+
+    game = Othello(4)  # 12 empties at most: every move is solved
+    for solve, name, report in [(None, f"random,solve={PLAYING_SOLVE_DEPTH[4]},solver=c",
+                                 "perfect play: the exact endgame solver chose this move"),
+                                (0, "random", "")]:
+        player = with_endgame_solve(spec_player("random", 4), solve, "random")
+        nb = NotebookGame(player.make_agent(game), game, human=1, commentary=player.commentary)
+        assert nb.message.startswith(f"black ({name}) plays") and nb.agent_report() == report
+        nb.move(last_legal_choice(nb.session))
+        assert nb.agent_report() == report and len(nb.session.actions) == 3
+        assert nb.undo().agent_report() == ""

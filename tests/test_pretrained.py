@@ -86,4 +86,6 @@ def test_play_command_with_the_builtin_network(tmp_path):
     record = re.search(r"^record: (\S+)$", result.stdout, re.M).group(1)
     final, _ = play_transcript(record, Othello(6))
     assert bool(final.terminal)
-    assert "black (network, 8 sims) plays" in result.stdout and "after 8 simulations" in result.stdout
+    assert "black (network, 8 sims,solve=19,solver=c) plays" in result.stdout  # the endgame solved by default
+    assert "after 8 simulations" in result.stdout
+    assert "perfect play: the exact endgame solver chose this move" in result.stdout

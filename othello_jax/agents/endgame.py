@@ -13,7 +13,8 @@ from othello_jax.solver import exact_endgame_act
 
 
 def with_exact_endgame(agent: Agent, game: Othello, max_empties: int, backend: str | None = None) -> Agent:
-    """``agent``, but positions with at most ``max_empties`` empty squares are played perfectly.
+    """``agent``, but positions with at most ``max_empties`` empty squares are played perfectly
+    (``max_empties=0``: ``agent`` unchanged).
 
     ``backend``: ``"jax"`` (the batched on-device solver; the agent stays jittable, the default
     for jittable agents) or ``"c"``/``"auto"`` (the C solver on the host, one position at a
@@ -25,6 +26,8 @@ def with_exact_endgame(agent: Agent, game: Othello, max_empties: int, backend: s
     backend = backend or ("jax" if agent.jittable else "auto")
     if backend not in ("jax", "c", "auto"):
         raise AgentSpecError(f"solver must be jax, c or auto, got {backend!r}")
+    if max_empties == 0:  # solve=0: no exact endgame (the agent as it is, under its own name)
+        return agent
     try:
         act = exact_endgame_act(agent.act, game, max_empties, backend=backend)
     except (InputError, OSError) as error:  # e.g. no C compiler for the C solver

@@ -1,19 +1,34 @@
 """Command-line options naming the opponent: ``--checkpoint`` (a trained network plus search)
-or ``--agent`` (any agent spec), shared by `play`, `engine` and `analyze`."""
+or ``--agent`` (any agent spec), shared by `play`, `engine` and `analyze`; and the players'
+exact endgames: `play`, `engine` and the play notebook solve the last empties exactly by default
+(``--solve=E``, ``--no-solve``; see :func:`with_endgame_solve`)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from othello_jax.errors import InputError
-from othello_jax.game import SIZES, Othello
+from othello_jax.game import SIZES, Othello, State
 
 if TYPE_CHECKING:  # imported when building: the agents bring JAX along
     from othello_jax.agents import Agent
     from othello_jax.evaluation.analysis import Analyzer
+
+
+# How many empties the players (`othello-jax play`, `engine`, the play notebook) solve exactly by
+# default, per board size: the largest count whose C solve of one position (what choosing a move
+# costs; fresh transposition table) stayed under ~1 s of CPU in every sampled position.
+# `python -m experiments.bench_move_solve` (defaults, then `--size=S --empties=A-B --count=20
+# --seed=1`), 2026-11-25, cpu-2c shared with other jobs (CPU seconds; wall clocks 2-4x that),
+# random-play and greedy-play positions: 6x6 worst 0.38 s at 19 empties (52 positions), 1.68 s at
+# 20 (52), 3.2 s at 21 (12); 8x8 worst 0.96 s at 18 (52), 1.47 s at 19 (12). 4x4: the whole game
+# (12 empties), milliseconds.
+PLAYING_SOLVE_DEPTH = {4: 16, 6: 19, 8: 18}
 
 
 class AgentOptionError(InputError):
@@ -36,7 +51,8 @@ class Player(NamedTuple):
     commentary: Callable[[Agent], str] | None
 
 
-def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True) -> None:
+def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True, endgame: bool = False) -> None:
+    """The opponent's options; ``endgame`` adds ``--solve``/``--no-solve`` (the players, not `analyze`)."""
     parser.add_argument("--checkpoint", help="trained network: a training workdir, WORKDIR/best, or one "
                                              "step directory (WORKDIR/checkpoints/40)")
     if spec_agents:
@@ -46,6 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True) -> 
     parser.add_argument("--search", default="gumbel", help="search variant: gumbel or puct (default gumbel)")
     parser.add_argument("--size", type=int, default=0, help="board size 4, 6 or 8 (default: the "
                                                             "checkpoint's, else 8)")
+    if endgame:
+        depths = ", ".join(f"{size}x{size}: {depth}" for size, depth in PLAYING_SOLVE_DEPTH.items())
+        parser.add_argument("--solve", type=int, default=None, metavar="E",
+                            help=f"play positions with at most E empty squares perfectly with the exact "
+                                 f"solver (default with the C solver: {depths}; 0: never)")
+        parser.add_argument("--no-solve", dest="solve", action="store_const", const=0,
+                            help="no exact endgame: the agent alone plays every move (same as --solve=0)")
 
 
 def checkpoint_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Player:
@@ -87,6 +110,75 @@ def spec_player(spec: str, size: int) -> Player:
     return Player(spec, size, SIZES, make_agent, None, None)
 
 
+def with_endgame_solve(player: Player, solve: int | None = None, spec: str | None = None) -> Player:
+    """The player with exact endgames, as Edax and Egaroucid play: positions with at most
+    ``solve`` empty squares are played by the solver.
+
+    ``solve=None``: the board's default depth (:data:`PLAYING_SOLVE_DEPTH`, about a second a
+    move at most) with the C solver; where it cannot be built the player stays as it is, saying
+    why in one line on stderr. ``solve=0``: the player unchanged. An explicit ``solve=E`` (>0)
+    falls back to the slower JAX solver without a C compiler. ``spec`` (a spec player's): a spec
+    giving ``solve=E`` itself keeps it; ``perfect`` and ``gtp`` agents play their own endgames
+    and stay as they are unless ``solve`` is given. The commentary says when the solver chose
+    the move (the search's analysis is then dropped: its move was not played).
+    """
+    import jax
+    import numpy as np
+
+    from othello_jax.agents import parse_spec, with_exact_endgame
+    from othello_jax.solver import CSolverUnavailable, count_empties, resolve_backend
+
+    if solve is not None and solve < 0:
+        raise AgentOptionError(f"--solve must be >= 0 empty squares, got {solve}")
+    if spec is not None:
+        kind, options = parse_spec(spec)
+        if "solve" in options:
+            if solve is not None:
+                raise AgentOptionError("give the endgame depth once: solve=E in the agent spec or --solve/--no-solve")
+            return player
+        if solve is None and kind in ("perfect", "gtp"):
+            return player
+    if solve == 0:
+        return player
+    backend = "c"
+    try:
+        resolve_backend("c")  # builds the C solver on first use
+    except CSolverUnavailable as error:
+        if solve is None:
+            print(f"othello-jax: endgames are not solved exactly: {str(error).splitlines()[0]}",
+                  file=sys.stderr, flush=True)
+            return player
+        backend = "auto"  # an explicit depth: the JAX solver, slower but exact
+
+    solved = [False]  # whether the solver chose the agent's last move (for the commentary)
+
+    @functools.cache
+    def make_agent(game: Othello) -> Agent:
+        depth = PLAYING_SOLVE_DEPTH.get(game.size, 0) if solve is None else solve
+        try:
+            agent = with_exact_endgame(player.make_agent(game), game, depth, backend)
+        except InputError as error:
+            raise AgentOptionError(str(error)) from None
+
+        def act(states: State, key: jax.Array) -> np.ndarray:
+            actions = agent.act(states, key)
+            live = ~np.asarray(states.terminal)
+            solved[0] = bool(live.any() and np.all(np.asarray(count_empties(states, game))[live] <= depth))
+            if solved[0] and player.analyzer is not None:
+                player.analyzer.last_move = None  # the search ran, but its move was not played
+            return actions
+
+        return dataclasses.replace(agent, act=act)
+
+    def commentary(agent: Agent) -> str:
+        if solved[0]:
+            return "perfect play: the exact endgame solver chose this move"
+        return player.commentary(agent) if player.commentary is not None else ""
+
+    name = make_agent(Othello(player.size)).name
+    return player._replace(name=name, make_agent=make_agent, commentary=commentary)
+
+
 def build(args: argparse.Namespace) -> Player:
     """The player the parsed options describe; :class:`AgentOptionError` on bad options."""
     spec = getattr(args, "agent", None)
@@ -98,9 +190,10 @@ def build(args: argparse.Namespace) -> Player:
         raise AgentOptionError(f"--size must be one of {', '.join(map(str, SIZES))}, got {args.size}")
     if args.sims < 1:
         raise AgentOptionError(f"--sims must be at least 1, got {args.sims}")
+    solve = getattr(args, "solve", 0)  # commands without --solve (analyze) show the network alone
     if args.checkpoint:
         player = checkpoint_player(args.checkpoint, args.sims, args.search)
         if args.size and args.size != player.size:
             raise AgentOptionError(f"the checkpoint plays {player.size}x{player.size}, not --size={args.size}")
-        return player
-    return spec_player(spec, args.size or 8)
+        return with_endgame_solve(player, solve)
+    return with_endgame_solve(spec_player(spec, args.size or 8), solve, spec)

@@ -5,7 +5,8 @@
 
 GUIs and match programs start it as a subprocess and send `boardsize`, `clear_board`, `play`,
 `genmove`, ... (run `list_commands` for all). Only protocol responses go to stdout; messages go
-to stderr.
+to stderr. Like Edax and Egaroucid, the engine plays the endgame exactly with the C solver (how
+many empties: ``--solve=E``; ``--no-solve`` turns it off).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from othello_jax.interface.gtp_server import GtpEngine, serve
 def build_parser() -> argparse.ArgumentParser:
     parser = make_parser("engine", __doc__)
     parser.add_argument("--protocol", default="gtp", help="engine protocol (only gtp)")
-    agent_options.add_arguments(parser)
+    agent_options.add_arguments(parser, endgame=True)
     parser.add_argument("--seed", type=int, default=0, help="random seed for the agent")
     parser.add_argument("--name", default="othello-jax", help="name reported by the `name` command")
     return parser

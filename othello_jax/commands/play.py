@@ -4,7 +4,8 @@ Type a square (``d3``) to move, ``pass`` when you have no legal move, ``undo`` t
 last move (and the agent's reply), ``hint`` for the legal moves (against a checkpoint also what
 its search thinks of your position), ``quit`` to stop. The board is redrawn after every move,
 the agent's value estimate and most visited moves follow each of its moves, and the game record
-is printed at the end. Reads standard input, so piped moves work too.
+is printed at the end. Reads standard input, so piped moves work too. The agent plays the last
+empty squares perfectly with the C solver (how many: ``--solve=E``; ``--no-solve`` turns it off).
 
     othello-jax play --checkpoint=runs/othello8/best --sims=200 --color=white
     othello-jax play --agent=alphabeta:depth=3 --size=6 --moves=c4
@@ -115,7 +116,7 @@ def finish(session: GameSession, stdout: TextIO) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = make_parser("play", __doc__)
-    agent_options.add_arguments(parser)
+    agent_options.add_arguments(parser, endgame=True)
     parser.add_argument("--color", default="black", help="your colour: black (moves first) or white")
     parser.add_argument("--seed", type=int, default=0, help="random seed for the agent")
     parser.add_argument("--board", help="start from this board string (squares row by row, X/O/-, a space, "

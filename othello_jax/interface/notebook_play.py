@@ -8,6 +8,7 @@ board is an optional extra built by :meth:`NotebookGame.widget`.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -24,13 +25,17 @@ class NotebookGame:
 
     With the agent of ``analyzer`` (:meth:`Analyzer.agent`) the analysis behind each agent move
     (value estimate, top moves with visits) is kept and shown; ``hint()`` searches the user's
-    position too.
+    position too. ``commentary(agent) -> text`` (a player's, see
+    :mod:`othello_jax.commands.agent_options`) speaks for moves without an analysis behind them,
+    e.g. those of the exact endgame solver.
     """
 
     def __init__(self, agent: Any, game: Othello = Othello(8), human: int = 0, seed: int = 0,
-                 analyzer: Analyzer | None = None):
+                 analyzer: Analyzer | None = None, commentary: Callable[[Any], str] | None = None):
         self.agent = agent
         self.analyzer = analyzer
+        self.commentary = commentary
+        self.agent_note = ""  # the commentary on the agent's last move
         self.session = GameSession(game)
         self.human = human
         self.message = ""
@@ -64,6 +69,7 @@ class NotebookGame:
         """Take back the user's last move and the agent's replies."""
         self.message = "took back your last move" if self.session.undo_turn(self.human) else "nothing to undo"
         self.agent_analysis = self.hint_analysis = None
+        self.agent_note = ""
         self._refresh()
         return self
 
@@ -84,6 +90,7 @@ class NotebookGame:
                 self.analyzer.last_move = None  # set again only if the agent is the analyzer's
             action = self.session.agent_move(self.agent, key)
             self.agent_analysis = self.analyzer.last_move if self.analyzer is not None else None
+            self.agent_note = self.commentary(self.agent) if self.commentary is not None else ""
             self.session.play(action)
             if action == self.session.game.pass_action:
                 said = "passes"
@@ -104,9 +111,9 @@ class NotebookGame:
         return f"{head} Black {black}, white {white}. Record: {session.transcript() or '-'}"
 
     def agent_report(self) -> str:
-        """The agent's value estimate and top moves for its last move (text)."""
+        """The agent's value estimate and top moves for its last move, else the commentary on it (text)."""
         if self.agent_analysis is None:
-            return ""
+            return self.agent_note
         return "Agent's " + format_search_line(self.agent_analysis) + " (its own view)"
 
     def _repr_html_(self) -> str:
