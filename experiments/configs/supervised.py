@@ -1,11 +1,18 @@
-"""Supervised move prediction from the WThor expert games (``experiments/train_supervised.py``).
+"""Supervised learning (``experiments/train_supervised.py``) from the WThor expert games, or from
+labelled sets of exactly solved positions (``data.labels``, made by ``othello-jax make-labels``).
 
     python -m experiments.train_supervised --config=experiments/configs/supervised.py --workdir=runs/sl
     python -m experiments.train_supervised --config=experiments/configs/supervised.py:cpu --workdir=runs/sl_cpu
+    python -m experiments.train_supervised --config=experiments/configs/supervised.py:labels6 \
+        --config.data.labels=/work/labels/self.npz,/work/labels/offdist.npz --config.max_minutes=8 \
+        --config.network.blocks=6 --config.network.channels=64 --workdir=runs/cap_6x64
 
 The default is sized for one accelerator (the 'standard' 6x128 ResNet, ~2 epochs over the
 4.8M de-duplicated training rows); ``:cpu`` is a 3x32 network for a laptop-class CPU that
-trains in under an hour; ``:test`` is a few steps for smoke tests.
+trains in under an hour; ``:labels6`` learns 6x6 exact labels with the quickstart network
+(``othello6_cpu``'s 4x32) for ``max_minutes`` on a CPU, its cosine learning rate running over
+that budget (``schedule_clock = "minutes"``), so any budget anneals; ``:test`` is a few steps
+for smoke tests.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ def get_config(variant: str = "") -> ConfigDict:
     c = ConfigDict()
     c.seed = 0
     c.data = ConfigDict(dict(
+        labels="",  # comma-separated labelled sets (.npz) to learn from instead of WThor ("" = WThor)
         wthor_dir="../shared/data/wthor",  # a directory of WTH_YYYY.wtb files (+ WTHOR.JOU/TRN)
         cache_dir="~/.cache/othello-jax",  # where the built dataset is cached as .npz ("" = no cache)
         test_from_year=2015,  # games from this year on are held out for testing
@@ -38,6 +46,10 @@ def get_config(variant: str = "") -> ConfigDict:
     c.eval_every = 2_000  # steps between test-accuracy checks (0 = only at the end)
     c.eval_positions = 20_000  # random held-out rows per check (0 = all ~470k)
     c.max_minutes = 0.0  # stop early (evaluating and saving) after this much wall time; 0 = no limit
+    # "iterations": the learning-rate schedule runs over optimizer.total_steps gradient steps;
+    # "minutes": over the max_minutes budget left after the first compiled call (the share of it used,
+    # or of total_steps done if larger); optimizer.total_steps then only places the warmup and boundaries
+    c.schedule_clock = "iterations"
     c.checkpoint_keep = 2
 
     if variant == "cpu":
@@ -52,6 +64,20 @@ def get_config(variant: str = "") -> ConfigDict:
         c.eval_every = 1_000
         c.eval_positions = 10_000
         c.max_minutes = 55.0
+    elif variant == "labels6":
+        c.data.labels = "labels/self.npz,labels/offdist.npz"  # `othello-jax make-labels` files; override
+        c.network = ConfigDict(dict(preset="", blocks=4, channels=32, value_hidden=32, dtype=""))
+        c.batch_size = 256
+        c.total_steps = 100_000_000  # no step limit: max_minutes ends the run
+        c.steps_per_call = 1
+        c.max_minutes = 8.0
+        c.schedule_clock = "minutes"
+        # othello6_cpu's AdamW; total_steps here only places the warmup: 1% of the budget
+        c.optimizer.update(learning_rate=2e-3, weight_decay=1e-4, warmup_steps=100, total_steps=10_000,
+                           end_scale=0.05)
+        c.log_every = 250
+        c.eval_every = 1_000
+        c.eval_positions = 0  # every held-out position
     elif variant == "test":
         c.network = ConfigDict(dict(preset="tiny", blocks=0, channels=0, value_hidden=0, dtype=""))
         c.batch_size = 32
@@ -64,5 +90,5 @@ def get_config(variant: str = "") -> ConfigDict:
         c.eval_every = 20
         c.eval_positions = 500
     elif variant:
-        raise ValueError(f"unknown supervised config variant {variant!r}; choose cpu or test (or none)")
+        raise ValueError(f"unknown supervised config variant {variant!r}; choose cpu, labels6 or test (or none)")
     return c

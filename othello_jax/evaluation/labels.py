@@ -215,6 +215,15 @@ def make_labels(game: Othello, source: str, bands: dict[Band, int], seed: int = 
     return labels, costs
 
 
+def concatenate(parts: list[LabelSet]) -> LabelSet:
+    """The positions of every set, in order (one board size; an ``InputError`` otherwise)."""
+    sizes = sorted({part.positions.size for part in parts})
+    if len(sizes) != 1:
+        raise InputError(f"labelled sets of different board sizes: {', '.join(f'{s}x{s}' for s in sizes)}")
+    positions = ts.TestSet(sizes[0], *(np.concatenate(x) for x in zip(*(p.positions[1:] for p in parts), strict=True)))
+    return LabelSet(positions, *(np.concatenate(x) for x in zip(*(p[1:] for p in parts), strict=True)))
+
+
 def to_bytes(labels: LabelSet) -> bytes:
     """The ``.npz`` file's bytes: a test set file with the extra arrays (deterministic)."""
     return ts.to_bytes(labels.positions, {name: np.asarray(getattr(labels, name)) for name in EXTRA_FIELDS})

@@ -71,11 +71,15 @@ def _bitboard(u64: np.ndarray) -> bb.Bitboard:
     return bb.Bitboard(jnp.asarray(lo), jnp.asarray((u64 >> np.uint64(32)).astype(np.uint32)))
 
 
+# compiled once per board size and count: op by op, the legal-move bitboard ops compile one by one
+_from_discs = jax.jit(Othello.from_discs, static_argnums=0)
+
+
 def to_states(testset: TestSet) -> State:
     """The test positions as one batched state for agents."""
     game = Othello(testset.size)
-    return game.from_discs(_bitboard(testset.mover), _bitboard(testset.opponent), jnp.asarray(testset.color),
-                           jnp.asarray(testset.passed), jnp.asarray(testset.ply))
+    return _from_discs(game, _bitboard(testset.mover), _bitboard(testset.opponent), jnp.asarray(testset.color),
+                       jnp.asarray(testset.passed), jnp.asarray(testset.ply))
 
 
 def _c_move_values(size: int, positions: Sequence[tuple[int, int]]) -> list[tuple[list[tuple[int, int]], float]]:

@@ -1,23 +1,28 @@
-"""Supervised learning from expert games: the AlphaZero network learns to predict the expert's
-move (policy cross-entropy) and the game's result (value MSE).
+"""Supervised learning: the AlphaZero network learns from expert games (WThor, 8x8: the expert's
+move and the game's result) or from labelled sets of exactly solved positions (``data.labels``,
+any board size: the optimal moves and the exact result, :mod:`othello_jax.training.label_data`).
 
-The training rows live on the device as bitboards (:mod:`othello_jax.data.expert`); each step
-samples a batch uniformly, turns it into :class:`~othello_jax.training.samples.Samples` (one-hot policy
-target), applies a random dihedral symmetry per row and takes the same gradient step as
-self-play training (:func:`othello_jax.training.sgd.make_sgd_step`). ``steps_per_call`` steps run in
-one compiled ``lax.scan``. :func:`run` is the whole loop: data, periodic test accuracy,
-JSON-lines metrics and orbax checkpoints that :func:`othello_jax.checkpoint.load_agent_variables`
-reads like a self-play checkpoint.
+The training rows live on the device; each step samples a batch uniformly, turns it into
+:class:`~othello_jax.training.samples.Samples`, applies a random dihedral symmetry per row and
+takes the same gradient step as self-play training (:func:`othello_jax.training.sgd.make_sgd_step`).
+``steps_per_call`` steps run in one compiled ``lax.scan``. The board size is the data's. With
+``schedule_clock = "minutes"`` the learning-rate schedule runs over what is left of the
+``max_minutes`` budget once the first call has compiled (the share of it used, or of
+``total_steps`` done if larger), so a time-limited run warms up and anneals.
+:func:`run` is the whole loop: data, periodic held-out evaluation, JSON-lines metrics and orbax
+checkpoints that :func:`othello_jax.checkpoint.load_agent_variables` reads like a self-play checkpoint.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -30,9 +35,10 @@ from othello_jax.data import expert, move_prediction
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, NetworkConfig, init_variables, make_network
 from othello_jax.search.config import read_record
-from othello_jax.training import replay
+from othello_jax.training import label_data, replay
+from othello_jax.training.config import CLOCKS
 from othello_jax.training.metrics import MetricsLog
-from othello_jax.training.optimizers import learning_rate_schedule, make_optimizer
+from othello_jax.training.optimizers import learning_rate_schedule, make_optimizer, position_schedule, scale_updates
 from othello_jax.training.samples import Samples
 from othello_jax.training.settings import (
     LossSettings,
@@ -43,7 +49,7 @@ from othello_jax.training.settings import (
 )
 from othello_jax.training.sgd import make_sgd_step
 
-GAME = Othello(8)
+WTHOR_GAME = Othello(8)  # the expert games' board
 
 
 # ---------------------------------------------------------------------------------------------
@@ -51,8 +57,10 @@ GAME = Othello(8)
 # ---------------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class DataSettings:
-    """``config.data``: where the expert games are and which years are held out."""
+    """``config.data``: where the expert games are and which years are held out, or the labelled
+    sets to learn from instead (``labels``: comma-separated ``.npz`` files; empty = WThor)."""
 
+    labels: str
     wthor_dir: str
     cache_dir: str
     test_from_year: int
@@ -77,6 +85,7 @@ class SupervisedSettings:
     eval_every: int
     eval_positions: int
     max_minutes: float
+    schedule_clock: str
     checkpoint_keep: int
 
 
@@ -92,11 +101,15 @@ def resolve(config: ConfigDict) -> SupervisedSettings:
     need(settings.steps_per_call >= 1, f"steps_per_call must be >= 1, got {settings.steps_per_call}")
     need(settings.eval_every >= 0, "eval_every must be >= 0")
     need(settings.max_minutes >= 0, "max_minutes must be >= 0")
+    need(settings.schedule_clock in CLOCKS,
+         f"schedule_clock must be one of {', '.join(CLOCKS)}, got {settings.schedule_clock!r}")
+    need(settings.schedule_clock != "minutes" or settings.max_minutes > 0,
+         "schedule_clock='minutes' needs max_minutes > 0 (the schedule runs over that budget)")
     need(1977 < data.test_from_year <= 2100, f"data.test_from_year {data.test_from_year} is not a year after 1977")
     return settings
 
 
-def expert_samples(rows: expert.ExpertPositions, index: jax.Array, game: Othello = GAME) -> Samples:
+def expert_samples(rows: expert.ExpertPositions, index: jax.Array, game: Othello = WTHOR_GAME) -> Samples:
     """Rows ``index`` of the (device) expert data as training samples with one-hot policies."""
     picked = expert.ExpertPositions(*(x[index] for x in rows))
     policy = jax.nn.one_hot(picked.action.astype(jnp.int32), game.num_actions, dtype=jnp.float32)
@@ -104,32 +117,43 @@ def expert_samples(rows: expert.ExpertPositions, index: jax.Array, game: Othello
                    value=picked.value.astype(jnp.float32), mask=jnp.ones(index.shape, bool))
 
 
-def sample_batch(rows: expert.ExpertPositions, key: jax.Array, batch_size: int, augment: bool,
-                 game: Othello = GAME) -> Samples:
+# (device rows, row indices, game) -> Samples: expert_samples or label_data.label_samples
+ToSamples = Callable[[Any, jax.Array, Othello], Samples]
+
+
+def sample_batch(rows: Any, key: jax.Array, batch_size: int, augment: bool, game: Othello = WTHOR_GAME,
+                 to_samples: ToSamples = expert_samples) -> Samples:
     """A uniform random batch of rows, each under its own random symmetry when ``augment``."""
     pick_key, sym_key = jax.random.split(key)
-    index = jax.random.randint(pick_key, (batch_size,), 0, rows.action.shape[0])
-    batch = expert_samples(rows, index, game)
+    index = jax.random.randint(pick_key, (batch_size,), 0, jax.tree.leaves(rows)[0].shape[0])
+    batch = to_samples(rows, index, game)
     return replay.augment(batch, sym_key, game.size) if augment else batch
 
 
 def make_train_chunk(net: AlphaZeroNet, optimizer: optax.GradientTransformation, config: SupervisedSettings,
-                     game: Othello = GAME) -> Callable:
-    """Compiled ``(params, batch_stats, opt_state, rows, key) -> (params, batch_stats, opt_state,
-    mean metrics)`` running ``config.steps_per_call`` gradient steps.
+                     game: Othello = WTHOR_GAME, to_samples: ToSamples = expert_samples) -> Callable:
+    """Compiled ``(params, batch_stats, opt_state, rows, key[, position]) -> (params, batch_stats,
+    opt_state, mean metrics)`` running ``config.steps_per_call`` gradient steps.
 
     Several steps run in one ``lax.scan`` (fewer dispatches on accelerators); with
     ``config.unroll`` the scan is unrolled, which XLA:CPU needs: a rolled loop around the
-    network's convolutions runs ~30x slower there. One step per call skips the scan.
+    network's convolutions runs ~30x slower there. One step per call skips the scan. With a
+    schedule ``position`` (float32 in [0, 1], the minutes clock) ``optimizer`` must have been
+    built with ``clock="minutes"``: the call's steps use the learning rate of that position.
     """
     sgd_step = make_sgd_step(net, game, optimizer, config.loss)
+    rate_at = position_schedule(config.optimizer)
     batch_size, augment, steps = config.batch_size, config.augment, config.steps_per_call
 
     @jax.jit
-    def chunk(params, batch_stats, opt_state, rows, key):
+    def chunk(params, batch_stats, opt_state, rows, key, position=None):
+        step_fn = sgd_step
+        if position is not None:
+            step_fn = make_sgd_step(net, game, scale_updates(optimizer, rate_at(position)), config.loss)
+
         def one(carry, key):  # the data is a loop invariant, not part of the carry
-            batch = sample_batch(rows, key, batch_size, augment, game)
-            params, batch_stats, opt_state, metrics = sgd_step(*carry, batch)
+            batch = sample_batch(rows, key, batch_size, augment, game, to_samples)
+            params, batch_stats, opt_state, metrics = step_fn(*carry, batch)
             return (params, batch_stats, opt_state), metrics
 
         if steps == 1:
@@ -145,11 +169,69 @@ def make_train_chunk(net: AlphaZeroNet, optimizer: optax.GradientTransformation,
 
 
 def check_config(config: ConfigDict) -> SupervisedSettings:
-    """:func:`resolve`, and the WThor directory must exist; one-line ``InputError`` otherwise."""
+    """:func:`resolve`, and the labels files (or, without them, the WThor directory) must exist;
+    one-line ``InputError`` otherwise."""
     settings = resolve(config)
-    need(Path(settings.data.wthor_dir).expanduser().is_dir(),
-         f"WThor database not found at {settings.data.wthor_dir}; set --config.data.wthor_dir")
+    if settings.data.labels.strip():
+        for path in label_data.parse_paths(settings.data.labels):
+            need(Path(path).expanduser().is_file(), f"labels file not found: {path}")
+    else:
+        need(Path(settings.data.wthor_dir).expanduser().is_dir(),
+             f"WThor database not found at {settings.data.wthor_dir}; set --config.data.wthor_dir")
     return settings
+
+
+class Evaluation(NamedTuple):
+    """One held-out check of the network."""
+
+    result: dict  # JSON-serialisable: checkpoint meta, and what run() returns
+    metrics: dict[str, float]  # the eval/ fields of metrics.jsonl
+    score: float  # higher is better: picks WORKDIR/best
+    report: str  # the table printed at the end
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """A run's training rows (on the device) and its held-out check, whichever the data."""
+
+    game: Othello  # the data's board
+    rows: Any  # a pytree of device arrays, leaves [N, ...]
+    to_samples: ToSamples
+    evaluate: Callable[[AlphaZeroNet, dict], Evaluation]  # (network, variables) -> held-out check
+    info: dict  # JSON-serialisable description (checkpoint meta)
+
+
+def wthor_source(settings: SupervisedSettings, log: Callable[[str], None]) -> Source:
+    """The expert games: one-hot expert moves and mean results; held out: top-1/top-3 accuracy."""
+    cache = str(Path(settings.data.cache_dir).expanduser()) if settings.data.cache_dir else None
+    log(f"loading expert data from {settings.data.wthor_dir} (cache: {cache or 'off'}) ...")
+    data = expert.load_expert_data(settings.data.wthor_dir, settings.data.test_from_year, cache)
+    log(data.summary())
+    eval_rows = move_prediction.subsample(data.test, settings.eval_positions, seed=0)
+
+    def evaluate(net: AlphaZeroNet, variables: dict) -> Evaluation:
+        policy = move_prediction.network_policy(net)
+        result = move_prediction.summarize(move_prediction.ranks(policy, variables, eval_rows), eval_rows)
+        metrics = {f"eval/{k}": result[k] for k in ("top1", "top3")}
+        metrics.update({f"eval/top1_moves_{name}": r["top1"] for name, r in result["by_stage"].items()})
+        report = (f"test accuracy on {result['positions']} held-out positions:\n"
+                  + move_prediction.format_report(result))
+        return Evaluation(result, metrics, result["top1"], report)
+
+    return Source(WTHOR_GAME, expert.to_device(data.train), expert_samples, evaluate, data.info)
+
+
+def labels_source(settings: SupervisedSettings, log: Callable[[str], None]) -> Source:
+    """Labelled sets: optimal moves and exact results; held out: optimal share, disc loss and value sign."""
+    data = label_data.load_label_files(settings.data.labels)
+    log(data.summary())
+    held_out = label_data.subsample(data.test, settings.eval_positions, seed=0).positions
+
+    def evaluate(net: AlphaZeroNet, variables: dict) -> Evaluation:
+        score = label_data.evaluate(net, variables, held_out)
+        return Evaluation(score.as_dict(), score.metrics(), score.moves.total.optimal, score.format())
+
+    return Source(data.game, label_data.to_device(data.train), label_data.label_samples, evaluate, data.info)
 
 
 def save_network(ckpts: checkpoint.Checkpoints, step: int, variables: dict, meta: dict) -> None:
@@ -164,7 +246,8 @@ def save_network(ckpts: checkpoint.Checkpoints, step: int, variables: dict, meta
 def _console(record: dict) -> str:
     parts = [f"step {record['step']:>7}"]
     for name, fmt in (("loss", ".3f"), ("policy_loss", ".3f"), ("value_loss", ".3f"),
-                      ("eval/top1", ".3f"), ("eval/top3", ".3f"), ("examples_per_s", ".0f"),
+                      ("eval/top1", ".3f"), ("eval/top3", ".3f"), ("eval/optimal", ".3f"), ("eval/disc_loss", ".2f"),
+                      ("eval/value_sign", ".3f"), ("examples_per_s", ".0f"),
                       ("learning_rate", ".2e"), ("minutes", ".1f")):
         if name in record:
             parts.append(f"{name.replace('eval/', 'test_')} {record[name]:{fmt}}")
@@ -172,58 +255,71 @@ def _console(record: dict) -> str:
 
 
 def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], None] = print) -> dict:
-    """Train from expert games; return the last evaluation (``{'top1', 'top3', 'by_stage', ...}``)."""
+    """Train from the configured data; return the last held-out evaluation (WThor: ``{'top1',
+    'top3', 'by_stage', ...}``; labels: :meth:`~othello_jax.training.label_data.LabelScore.as_dict`)."""
     settings = check_config(config)
     workdir = Path(workdir).expanduser()
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.time()
 
-    cache = str(Path(settings.data.cache_dir).expanduser()) if settings.data.cache_dir else None
-    log(f"loading expert data from {settings.data.wthor_dir} (cache: {cache or 'off'}) ...")
-    data = expert.load_expert_data(settings.data.wthor_dir, settings.data.test_from_year, cache)
-    log(data.summary())
-    rows = expert.to_device(data.train)
-    eval_rows = move_prediction.subsample(data.test, settings.eval_positions, seed=0)
-
+    source = labels_source(settings, log) if settings.data.labels.strip() else wthor_source(settings, log)
+    game = source.game
     net_config = settings.network
-    net = make_network(GAME.size, net_config)
+    net = make_network(game.size, net_config)
     key = jax.random.PRNGKey(settings.seed)
     key, init_key = jax.random.split(key)
-    variables = init_variables(net, init_key, GAME.size)
+    # compiled: op by op, initialising the network costs more than compiling it
+    variables = jax.jit(functools.partial(init_variables, net, board_size=game.size))(init_key)
     params, batch_stats = variables["params"], variables["batch_stats"]
-    optimizer = make_optimizer(settings.optimizer)
+    minutes = settings.schedule_clock == "minutes"
+    optimizer = make_optimizer(settings.optimizer, clock=settings.schedule_clock)
     opt_state = optimizer.init(params)
-    schedule = learning_rate_schedule(settings.optimizer)
-    chunk = make_train_chunk(net, optimizer, settings)
-    policy = move_prediction.network_policy(net)
+    schedule, rate_at = learning_rate_schedule(settings.optimizer), position_schedule(settings.optimizer)
+    chunk = make_train_chunk(net, optimizer, settings, game, source.to_samples)
     n_params = sum(x.size for x in jax.tree.leaves(params))
-    log(f"network {net_config} ({n_params:,} parameters); {settings.total_steps} steps of {settings.batch_size}")
+    log(f"network {net_config} ({n_params:,} parameters) on {game.size}x{game.size}; up to "
+        f"{settings.total_steps} steps of {settings.batch_size}"
+        + (f", learning rate over {settings.max_minutes} minutes" if minutes else ""))
+
+    schedule_start = started  # the minutes clock starts once the first call has compiled
+
+    def position(steps_done: int) -> float:
+        """The minutes clock's schedule position: the share used of the budget left after the
+        first (compiling) call, or of ``total_steps`` done if larger; 0 in the first call."""
+        if not steps_done:
+            return 0.0
+        horizon = max(60 * settings.max_minutes - (schedule_start - started), 1e-9)
+        return min(max((time.time() - schedule_start) / horizon, steps_done / settings.total_steps), 1.0)
 
     metrics_log = MetricsLog(workdir)
     ckpts = checkpoint.Checkpoints(workdir, keep=settings.checkpoint_keep, async_save=False)
-    meta = {"kind": "supervised", "board_size": GAME.size, "network": checkpoint.network_meta(net_config),
-            "data": data.info, "config": config.to_dict()}
+    meta = {"kind": "supervised", "board_size": game.size, "network": checkpoint.network_meta(net_config),
+            "data": source.info, "config": config.to_dict()}
     steps_per_call = settings.steps_per_call
     total_calls = math.ceil(settings.total_steps / steps_per_call)
     eval_calls = max(settings.eval_every // steps_per_call, 1) if settings.eval_every else 0
     log_calls = max(settings.log_every // steps_per_call, 1)
-    best, result = -1.0, {}
+    best, evaluation = -math.inf, None
     tick, seen = time.time(), 0
 
-    def evaluate(step: int) -> dict:
+    def evaluate(step: int) -> Evaluation:
         nonlocal best
         current = {"params": params, "batch_stats": batch_stats}
-        result = move_prediction.summarize(move_prediction.ranks(policy, current, eval_rows), eval_rows)
-        step_meta = dict(meta, accuracy=result)
+        evaluation = source.evaluate(net, current)
+        step_meta = dict(meta, accuracy=evaluation.result)
         save_network(ckpts, step, current, step_meta)
-        if result["top1"] > best:
-            best = result["top1"]
+        if evaluation.score > best:
+            best = evaluation.score
             ckpts.save_best(step, current, step_meta)
-        return result
+        return evaluation
 
     for call in range(1, total_calls + 1):
         key, sub = jax.random.split(key)
-        params, batch_stats, opt_state, metrics = chunk(params, batch_stats, opt_state, rows, sub)
+        at = position((call - 1) * steps_per_call) if minutes else None
+        extra = () if at is None else (jnp.float32(at),)
+        params, batch_stats, opt_state, metrics = chunk(params, batch_stats, opt_state, source.rows, sub, *extra)
+        if call == 1:
+            schedule_start = time.time()
         step = call * steps_per_call
         seen += steps_per_call * settings.batch_size
         out_of_time = settings.max_minutes and (time.time() - started) / 60 >= settings.max_minutes
@@ -231,13 +327,15 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
         if call % log_calls == 0 or last or (eval_calls and call % eval_calls == 0):
             metrics = jax.tree.map(float, metrics)
             now = time.time()
-            record = {"iteration": step, "step": step, **metrics, "learning_rate": float(schedule(step)),
+            rate = float(schedule(step)) if at is None else float(rate_at(jnp.float32(at)))
+            record = {"iteration": step, "step": step, **metrics, "learning_rate": rate,
                       "examples_per_s": seen / max(now - tick, 1e-9), "minutes": (now - started) / 60}
+            if at is not None:
+                record["schedule_position"] = at
             tick, seen = now, 0
             if (eval_calls and call % eval_calls == 0) or last:
-                result = evaluate(step)
-                record.update({f"eval/{k}": result[k] for k in ("top1", "top3")})
-                record.update({f"eval/top1_moves_{name}": r["top1"] for name, r in result["by_stage"].items()})
+                evaluation = evaluate(step)
+                record.update(evaluation.metrics)
             metrics_log.write(record)
             log(_console(record))
         if last:
@@ -245,6 +343,7 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
                 log(f"stopping after {settings.max_minutes} minutes (max_minutes)")
             break
     ckpts.close()
-    log(f"test accuracy on {result['positions']} held-out positions:\n" + move_prediction.format_report(result))
-    log(f"saved to {workdir / checkpoint.LATEST_DIR} (best test top-1 in {workdir / checkpoint.BEST_DIR})")
-    return result
+    assert evaluation is not None  # the last call always evaluates
+    log(evaluation.report)
+    log(f"saved to {workdir / checkpoint.LATEST_DIR} (best held-out score in {workdir / checkpoint.BEST_DIR})")
+    return evaluation.result

@@ -1,0 +1,181 @@
+"""Supervised learning on exact labels (othello_jax/training/label_data.py, data.labels in
+othello_jax/training/supervised.py): targets from the move values, a short run's per-band
+metrics checked against the file, the checkpoint as a 6x6 agent, one-line errors (exit 2)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments import train_supervised
+from experiments.configs.supervised import get_config
+from othello_jax.checkpoint import load_agent_variables
+from othello_jax.errors import InputError
+from othello_jax.evaluation import labels as labels_lib
+from othello_jax.game import Othello
+from othello_jax.model import make_network
+from othello_jax.solver import solved_moves as ts
+from othello_jax.training import label_data, supervised
+
+GAME = Othello(6)
+# a 6x6 position (8 empties) where the mover must pass and the opponent can move
+PASS_ROW = (34274748804610, 35253242888448, 0, 24, 8)
+PASS_VALUE = -3  # made up: the targets only read the file's values
+
+
+def _pass_position() -> ts.TestSet:
+    mover, opponent, color, ply, empties = PASS_ROW
+    values = np.full((1, GAME.num_actions), ts.NO_VALUE, np.int8)
+    values[0, GAME.pass_action] = PASS_VALUE
+    return ts.TestSet(6, np.array([mover], np.uint64), np.array([opponent], np.uint64), np.array([color], np.int8),
+                      np.zeros(1, bool), np.array([ply], np.int16), np.array([empties], np.int8),
+                      np.array([PASS_VALUE], np.int8), values)
+
+
+def _label_set(positions: ts.TestSet, test_every: int = 4) -> labels_lib.LabelSet:
+    """Positions as a labelled set, one game each, every ``test_every``-th held out."""
+    n = len(positions)
+    split = np.where(np.arange(n) % test_every == 0, "test", "train")
+    return labels_lib.LabelSet(positions, np.arange(n, dtype=np.int32), np.zeros(n, np.int8), split,
+                               np.full(n, "shipped"))
+
+
+@pytest.fixture(scope="module")
+def labels() -> labels_lib.LabelSet:
+    """80 positions of the shipped 6x6 test set (12-24 empties) and a forced pass."""
+    shipped = ts.load().take(np.arange(0, 500, 500 // 80)[:80])
+    return labels_lib.concatenate([_label_set(shipped), _label_set(_pass_position(), test_every=2)])
+
+
+@pytest.fixture(scope="module")
+def labels_file(labels, tmp_path_factory):
+    path = tmp_path_factory.mktemp("labels") / "six.npz"
+    labels_lib.save(labels, path)
+    return path
+
+
+def _expected_targets(values: np.ndarray) -> tuple[np.ndarray, float]:
+    """Policy and value targets of one row, straight from its move values."""
+    legal = [a for a in range(len(values)) if values[a] != ts.NO_VALUE]
+    best = max(int(values[a]) for a in legal)
+    optimal = [a for a in legal if values[a] == best]
+    policy = np.zeros(len(values), np.float32)
+    policy[optimal] = 1.0 / len(optimal)
+    return policy, float((best > 0) - (best < 0))
+
+
+def test_targets_are_the_optimal_moves_and_the_exact_result(labels):
+    positions = labels.positions
+    policy, value = label_data.targets(positions)
+    ties = 0
+    for row in range(len(positions)):
+        expected_policy, expected_value = _expected_targets(positions.values[row])
+        np.testing.assert_allclose(policy[row], expected_policy, rtol=1e-6)
+        assert value[row] == expected_value
+        ties += (expected_policy > 0).sum() > 1
+    assert ties > 0 and set(value.tolist()) == {-1.0, 0.0, 1.0}  # ties, wins, draws and losses occur
+    assert policy[-1, GAME.pass_action] == 1.0 and value[-1] == -1.0  # the forced pass
+
+    rows = label_data.to_device(labels)
+    samples = label_data.label_samples(rows, jnp.arange(len(labels)), GAME)
+    np.testing.assert_allclose(samples.policy, policy, rtol=1e-6)
+    np.testing.assert_array_equal(samples.value, value)
+    legal = np.asarray(GAME.legal_moves(samples.state))
+    assert not (policy > 0)[~legal].any()  # the states are the file's positions
+
+    # augmented batches turn board and policy together: the targets stay on legal moves
+    batch = jax.jit(supervised.sample_batch, static_argnums=(2, 3, 4, 5))(
+        rows, jax.random.key(0), 256, True, GAME, label_data.label_samples)
+    legal = np.asarray(GAME.legal_moves(batch.state))
+    assert not (np.asarray(batch.policy) > 0)[~legal].any()
+    np.testing.assert_allclose(np.asarray(batch.policy).sum(-1), 1.0, rtol=1e-5)
+
+
+def _config(labels_file, **overrides):
+    config = get_config("test")
+    config.data.labels = str(labels_file)
+    config.update(schedule_clock="minutes", max_minutes=10.0, total_steps=2, steps_per_call=1, eval_every=2,
+                  log_every=1)
+    config.update_from_flattened_dict(overrides)
+    return config
+
+
+def test_a_short_run_logs_per_band_scores_that_match_the_file(labels, labels_file, tmp_path):
+    lines = []
+    result = supervised.run(_config(labels_file), tmp_path / "run", log=lines.append)
+    records = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    last = records[-1]
+    assert last["step"] == 2 and 0 < last["schedule_position"] <= 1 and last["learning_rate"] > 0
+    for band in ("8-12", "13-16", "17-20", "21-24"):
+        assert f"eval/optimal_{band}" in last and f"eval/disc_loss_{band}" in last
+    assert any(line.startswith("raw policy on") for line in lines)
+
+    # the checkpoint is a 6x6 network; its raw policy and value head, scored here from the file
+    network, variables, size = load_agent_variables(tmp_path / "run")
+    assert size == 6
+    test = labels.take(labels.split == "test").positions
+    apply = jax.jit(functools.partial(make_network(6, network).apply, train=False))  # op by op costs more
+    logits, value = apply(variables, GAME.observation(ts.to_states(test)))
+    legal = np.asarray(GAME.legal_moves(ts.to_states(test)))
+    moves = np.argmax(np.where(legal, np.asarray(logits), -np.inf), axis=-1)
+    achieved = test.values[np.arange(len(test)), moves].astype(int)
+    keep = ts.informative(test)
+    assert result["positions"] == keep.sum() < len(test)  # the pass row does not count
+    assert result["optimal"] == pytest.approx(np.mean(achieved[keep] == test.best[keep]))
+    assert result["disc_loss"] == pytest.approx(np.mean(test.best[keep] - achieved[keep]))
+    low = keep & (test.empties <= 12)
+    assert last["eval/optimal_8-12"] == pytest.approx(np.mean(achieved[low] == test.best[low]))
+    predicted = np.round(np.clip(np.asarray(value), -1, 1))  # nearest of -1, 0, +1
+    assert result["value_sign"] == pytest.approx(np.mean(predicted == np.sign(test.best)))
+    assert last["eval/value_sign"] == pytest.approx(result["value_sign"])
+
+
+def _small_set(size: int) -> labels_lib.LabelSet:
+    game = Othello(size)
+    start = jax.tree.map(lambda x: x[None], game.init())
+    values = np.where(np.asarray(game.legal_moves(start)), 0, ts.NO_VALUE).astype(np.int8)
+    return _label_set(ts.from_values(start, game, values), test_every=1)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "labels file not found: "),
+    ("sizes", "labels files of different board sizes: "),
+    ("not labels", "a test set, not a labelled set"),
+    ("no train rows", "no split=='train' positions in "),
+])
+def test_bad_labels_are_a_one_line_error_with_exit_2(case, message, labels_file, tmp_path, monkeypatch, capsys):
+    if case == "missing":
+        files = f"{labels_file},{tmp_path / 'none.npz'}"
+    elif case == "sizes":
+        labels_lib.save(_small_set(4), tmp_path / "four.npz")
+        files = f"{labels_file},{tmp_path / 'four.npz'}"
+    elif case == "not labels":
+        files = str(ts.DEFAULT_PATH)
+    else:
+        labels_lib.save(_small_set(6), tmp_path / "test_only.npz")
+        files = str(tmp_path / "test_only.npz")
+    monkeypatch.setattr(train_supervised, "_CONFIG", types.SimpleNamespace(value=_config(files)))
+    monkeypatch.setattr(train_supervised, "_WORKDIR", types.SimpleNamespace(value=str(tmp_path / "run")))
+    assert train_supervised.main(["train_supervised"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("train_supervised: ") and message in err and "\n" not in err, err
+
+
+def test_labels6_config_is_the_quickstart_network_on_the_minutes_clock():
+    settings = supervised.resolve(get_config("labels6"))
+    network = settings.network
+    assert (network.blocks, network.channels, network.value_hidden) == (4, 32, 32)
+    assert settings.schedule_clock == "minutes" and settings.max_minutes > 0
+    assert (settings.batch_size, settings.steps_per_call) == (256, 1)
+    assert settings.optimizer.name == "adamw" and settings.optimizer.schedule == "cosine"
+    assert label_data.parse_paths(" a.npz, b.npz ,") == ["a.npz", "b.npz"]
+    config = get_config("labels6")
+    config.max_minutes = 0.0
+    with pytest.raises(InputError, match="schedule_clock='minutes' needs max_minutes > 0"):
+        supervised.resolve(config)
