@@ -92,21 +92,48 @@ def test_hand_built_endings_value_and_mask():
         np.testing.assert_array_equal(plain_logits[row] > MIN, legal[row], err_msg=name)
 
 
-def test_the_shipped_8x8_network_no_longer_walks_into_a_wipeout():
-    """The issue's position (black 1 disc to 13): e2, g2, c6 and e6 each allow a reply that takes
-    every black disc, which the network's priors hide; only c2 and b4 are safe. After e6, white's
-    e7 wins on the spot: white's evaluated value is +1 and the search plays it."""
+ISSUE_LINE = "d3c3c4c5f6f3e3g7g3h3"  # black 1 disc to 13; e2, g2, c6, e6 each allow a reply taking every black disc
+WIPEOUTS = {"e2": "e1", "g2": "h1", "c6": "b7", "e6": "e7"}  # black's move: white's reply that takes every disc
+
+
+@functools.cache
+def shipped_8x8():
+    """``(game, apply_fn, variables)`` of ``builtin:8x8``."""
     game, network_config, variables = load_network("builtin:8x8")
-    before, _ = play_transcript("d3c3c4c5f6f3e3g7g3h3", game)
+    return game, network_apply_fn(game, network_config), variables
+
+
+def test_the_issues_wipeout_replies_are_valued_exactly():
+    """After each of black's unsafe moves, white's evaluated value is +1 (the network says less
+    than +0.5) and only the wipeout reply keeps its logit; after c2 and b4, and at black's
+    root, the network's own values and priors."""
+    game, apply_fn, variables = shipped_8x8()
+    before, _ = play_transcript(ISSUE_LINE, game)
+    moves = ["c2", "b4", *WIPEOUTS]
+    states = jax.tree.map(lambda *x: jnp.stack(x), before, *[play_transcript(m, game, start=before)[0] for m in moves])
+    logits, value = map(np.asarray, _evaluate(apply_fn, variables, states, True))
+    plain_logits, plain_value = map(np.asarray, _evaluate(apply_fn, variables, states, False))
+    np.testing.assert_array_equal(value[:3], plain_value[:3])  # black's root, and after c2 and b4
+    np.testing.assert_array_equal(logits[:3], plain_logits[:3])
+    assert (value[3:] == 1.0).all() and (plain_value[3:] < 0.5).all()
+    for row, reply in enumerate(WIPEOUTS.values(), start=3):
+        assert np.flatnonzero(logits[row] > MIN).tolist() == [parse_square(reply)]
+
+
+@pytest.mark.slow  # compiles a search around the 8x8 network: about 20 s on 2 busy cores
+def test_the_shipped_8x8_network_no_longer_walks_into_a_wipeout():
+    """The issue's position: the search plays c2 or b4, its q of every unsafe move is -1, and
+    after e6 it plays e7 with every simulation (value +1)."""
+    game, apply_fn, variables = shipped_8x8()
+    before, _ = play_transcript(ISSUE_LINE, game)
     after, _ = play_transcript("e6", game, start=before)
     states = jax.tree.map(lambda *x: jnp.stack(x), before, after)
-    searched = jax.jit(functools.partial(search.run_search, playing_search_config("gumbel", 32),
-                                         network_apply_fn(game, network_config), game=game))
+    searched = jax.jit(functools.partial(search.run_search, playing_search_config("gumbel", 32), apply_fn, game=game))
     result = searched(variables, states, jax.random.key(0))
     action, q, visits = (np.asarray(x) for x in (result.action, result.q, result.visit_counts))
     assert action[0] in (parse_square("c2"), parse_square("b4"))
-    unsafe = [parse_square(m) for m in ("e2", "g2", "c6", "e6")]
+    unsafe = [parse_square(m) for m in WIPEOUTS]
     assert (visits[0, unsafe] > 0).all() and (q[0, unsafe] == -1.0).all()
-    assert float(result.network_value[1]) == 1.0 and action[1] == parse_square("e7")
+    assert action[1] == parse_square("e7") and float(result.network_value[1]) == 1.0
     assert visits[1].sum() == visits[1, parse_square("e7")] == 32  # no effort elsewhere
     assert float(result.root_value[1]) == 1.0
