@@ -135,20 +135,21 @@ def test_masks_respected_at_every_depth(variant):
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _all_children(game: Othello, states: State):
-    """Each position stepped with every action ([P, A]); ending: +1 won / -1 lost / 0 other."""
+def step_every_action(game: Othello, states: State) -> tuple[jax.Array, jax.Array]:
+    """Each position ([P]) stepped with every action, legal or not ([P, A]): whether the game is
+    over after it, and the result for the player who moved (+1 won / -1 lost / 0 drawn or not over)."""
     expand = lambda x: jnp.broadcast_to(x[:, None], (x.shape[0], game.num_actions) + x.shape[1:])
     actions = jnp.broadcast_to(jnp.arange(game.num_actions, dtype=jnp.int32), states.ply.shape + (game.num_actions,))
     children = game.step(jax.tree.map(expand, states), actions)
     sign, _ = game.outcome(children)  # the opponent's view
-    return jnp.where(children.terminal, -sign, 0)
+    return children.terminal, jnp.where(children.terminal, -sign, 0)
 
 
 def immediate_endings(game: Othello, states: State, kind: int):
     """Positions where exactly one legal move ends the game as ``kind`` (+1 win, -1 loss) for
     the mover and some other move does not; returns (indices, that move)."""
     legal = np.asarray(game.legal_moves(states))
-    ending = np.asarray(_all_children(game, states)) * legal
+    ending = np.asarray(step_every_action(game, states)[1]) * legal
     hits = (ending == kind).sum(-1)
     index = np.nonzero((hits == 1) & (legal.sum(-1) >= 2))[0]
     return index, (ending[index] == kind).argmax(-1)
@@ -186,7 +187,7 @@ def test_moves_into_lost_endings_have_q_minus_one():
     game = Othello(4)
     states = random_positions(4, games=256, seed=2)
     legal = np.asarray(game.legal_moves(states))
-    ending = np.asarray(_all_children(game, states))
+    ending = np.asarray(step_every_action(game, states)[1])
     index = np.nonzero(legal.any(-1) & ((ending == -1) | ~legal).all(-1))[0][:BATCH]
     assert len(index) >= 4
     result = run(deterministic("gumbel"), game, take(states, index))

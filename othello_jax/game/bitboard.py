@@ -167,6 +167,12 @@ def flips(mover: Bitboard, opponent: Bitboard, move: Bitboard, size: int) -> Bit
     return flipped
 
 
+def play(mover: Bitboard, opponent: Bitboard, move: Bitboard, size: int) -> tuple[Bitboard, Bitboard]:
+    """(mover's discs, opponent's discs) after the mover places on the single-bit ``move``."""
+    flipped = flips(mover, opponent, move, size)
+    return mover | move | flipped, opponent & ~flipped
+
+
 def _lowest_bit_index32(x: jax.Array) -> jax.Array:
     """Index of the lowest set bit of a uint32 (32 when x == 0)."""
     isolated = x & (~x + U32(1))

@@ -170,6 +170,26 @@ class Othello:
         planes = [bb.to_grid(state.mover, self.size), bb.to_grid(state.opponent, self.size)]
         return jnp.stack(planes, axis=-1).astype(dtype)
 
+    def ending_moves(self, state: State) -> tuple[jax.Array, jax.Array]:
+        """Which legal moves end the game, and with what result for the mover: (bool, int32 +1/0/-1),
+        both (..., N*N+1); the result is 0 where the move does not end the game, pass never does.
+
+        One ply for every square at once (a trailing axis of squares, no loop): the placement's
+        flips, then whether either side can move afterwards (a wipeout and a full board are
+        covered: nobody can move). The result is the sign of the disc difference, which the
+        empties given to the winner at the end do not change (as :meth:`outcome`).
+        """
+        squares = np.array([(a // self.size) * 8 + a % self.size for a in range(self.num_squares)], np.int32)
+        widen = lambda b: bb.Bitboard(b.lo[..., None], b.hi[..., None])
+        placed, remaining = bb.play(widen(state.mover), widen(state.opponent), bb.square_bit(squares), self.size)
+        stuck = (~bb.any_set(bb.legal_placements(remaining, placed, self.size))
+                 & ~bb.any_set(bb.legal_placements(placed, remaining, self.size)))
+        ends = self.legal_moves(state)[..., : self.num_squares] & stuck
+        result = jnp.where(ends, jnp.sign(bb.popcount(placed) - bb.popcount(remaining)), 0).astype(jnp.int32)
+        no_pass = jnp.zeros(ends.shape[:-1] + (1,), bool)
+        return (jnp.concatenate([ends, no_pass], axis=-1),
+                jnp.concatenate([result, no_pass.astype(jnp.int32)], axis=-1))
+
     # ---- transitions --------------------------------------------------------------------
     def step(self, state: State, action: jax.Array) -> State:
         """Play ``action`` for the mover. A finished game is returned unchanged.
@@ -178,10 +198,8 @@ class Othello:
         in an unspecified (but well-formed) state. Pass is ``N*N``.
         """
         action = jnp.asarray(action, jnp.int32)
-        move = bb.square_bit(self.square_of_action(action))
-        flipped = bb.flips(state.mover, state.opponent, move, self.size)
-        placed = state.mover | move | flipped
-        remaining = state.opponent & ~flipped
+        placed, remaining = bb.play(state.mover, state.opponent, bb.square_bit(self.square_of_action(action)),
+                                    self.size)
         nxt = self.from_discs(
             mover=remaining,
             opponent=placed,

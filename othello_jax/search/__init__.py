@@ -11,8 +11,10 @@ One entry point serves self-play and the playing agents::
 ``discount = -1`` between plies (values are always from the mover's view), a move into a
 finished game gets ``reward`` = the final result for the player who made it and ``discount =
 0``, and terminal nodes are worth 0. Illegal actions get a vanishing prior at every node, not
-only at the root (mctx masks only the root itself). A new variant is one function plus one
-entry in ``VARIANTS`` (:mod:`othello_jax.search.variants`).
+only at the root (mctx masks only the root itself). Each evaluated node also values the moves
+that end the game exactly (``search.exact_endings``, see
+:func:`~othello_jax.search.network.exact_endings`). A new variant is one function plus one entry
+in ``VARIANTS`` (:mod:`othello_jax.search.variants`).
 
 The search engine (``config.engine``) is the project's own batched search by default: all trees
 walk, expand and back up in lockstep (:mod:`~othello_jax.search.lockstep`) over an ``mctx.Tree``

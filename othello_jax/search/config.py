@@ -26,6 +26,8 @@ def default_search_config() -> ml_collections.ConfigDict:
     config.num_simulations = 32
     config.max_depth = 0  # 0: no limit beyond the number of simulations
     config.symmetry = False  # evaluate the network on a random dihedral transform per position
+    # value the moves that end the game exactly at every evaluated node (search/network.py exact_endings)
+    config.exact_endings = True
     config.engine = "lockstep"  # the project's batched search; "mctx": mctx's public policies (same trees, slower)
     # lockstep tree writes: "scatter" (the default everywhere) or "select" (one-hot; meant for TPU, unmeasured there)
     config.tree_updates = "scatter"
@@ -54,6 +56,7 @@ class SearchSettings:
     num_simulations: int
     max_depth: int
     symmetry: bool
+    exact_endings: bool
     engine: str
     tree_updates: str
     compact_levels: bool

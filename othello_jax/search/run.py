@@ -12,7 +12,7 @@ import ml_collections
 from othello_jax.game import Othello, State
 from othello_jax.search import keys
 from othello_jax.search.config import SearchSettings, search_settings
-from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn
+from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn, masked
 from othello_jax.search.variants import VARIANTS
 
 
@@ -24,8 +24,8 @@ class SearchResult(NamedTuple):
     root_value: float32[B] search value of the root, mover's view.
     q: float32[B, A] root action values (mover's view; the root value where unvisited).
     visit_counts: int32[B, A] root visit counts.
-    prior_logits: float32[B, A] the network's masked root logits.
-    network_value: float32[B] the network's root value.
+    prior_logits: float32[B, A] the network's masked root logits (only winning moves when one ends the game).
+    network_value: float32[B] the network's root value (exact where moves end the game, see ``evaluate``).
     legal: bool[B, A] legal actions at the root.
     tree: the mctx tree (for harvesting extra training positions).
     """
@@ -50,12 +50,14 @@ def run_search(config: SearchSettings | ml_collections.ConfigDict, apply_fn: App
     settings = search_settings(config)
     eval_key, search_key = keys.split(key)
     symmetry = settings.symmetry
-    logits, value = evaluate(apply_fn, variables, states, game, eval_key if symmetry else None)
+    logits, value = evaluate(apply_fn, variables, states, game, eval_key if symmetry else None,
+                             settings.exact_endings)
     legal = game.legal_moves(states)
     root = mctx.RootFnOutput(prior_logits=logits, value=jnp.where(states.terminal, 0.0, value),
                              embedding=states)
-    recurrent_fn = make_recurrent_fn(apply_fn, game, symmetry)
-    out = VARIANTS[settings.variant](settings, variables, search_key, root, recurrent_fn, ~legal)
+    recurrent_fn = make_recurrent_fn(apply_fn, game, symmetry, settings.exact_endings)
+    # a move that wins on the spot masks the others (exact_endings): the root searches only it
+    out = VARIANTS[settings.variant](settings, variables, search_key, root, recurrent_fn, ~legal | masked(logits))
     tree = out.tree
     summary = tree.summary()
     visits = tree.children_visits[:, 0]

@@ -1,0 +1,139 @@
+"""Moves that end the game, valued exactly in the search's network evaluation (search/network.py
+``exact_endings``): the rules' one-ply look (``Othello.ending_moves``) against stepping every
+move, hand-built positions, and the shipped 8x8 network's wipeout blind spot."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from othello_jax import search
+from othello_jax.agents.neural import load_network, network_apply_fn, playing_search_config
+from othello_jax.game import Othello, State, parse_board, parse_square, play_transcript
+from othello_jax.search import evaluate
+from tests.test_search import random_positions, step_every_action
+
+MIN = np.finfo(np.float32).min
+
+
+@pytest.mark.parametrize("size, games, seed", [(4, 256, 1), (6, 64, 0)])  # test_search.py's games
+def test_ending_moves_equal_stepping_every_move(size, games, seed):
+    """Which moves end the game and the mover's result equal game.step then game.outcome, on
+    every position of random games (passes and finished games included)."""
+    game = Othello(size)
+    states = random_positions(size, games=games, seed=seed)
+    ends, result, legal = jax.jit(lambda s: (*game.ending_moves(s), game.legal_moves(s)))(states)
+    over, moved_result = step_every_action(game, states)
+    legal = np.asarray(legal)
+    want_ends = legal & np.asarray(over)
+    want_result = np.where(want_ends, np.asarray(moved_result), 0)
+    np.testing.assert_array_equal(np.asarray(ends), want_ends)
+    np.testing.assert_array_equal(np.asarray(result), want_result)
+    assert not np.asarray(ends)[:, game.pass_action].any()
+    # the sample has every kind: wins, losses and draws on the spot, and positions with none
+    assert {-1, 0, 1} <= set(want_result[want_ends].tolist()) and (~want_ends.any(-1) & legal.any(-1)).any()
+
+
+def board(*rows: str, side: str = "X", blob: str = "") -> State:
+    """An 8x8 position from its top rows (the rest empty), with white discs ``blob`` on row 8."""
+    lines = [row.ljust(8, "-") for row in rows] + ["-" * 8] * (8 - len(rows))
+    if blob:
+        lines[7] = blob.rjust(8, "-")
+    state, _ = parse_board("".join(lines) + " " + side)
+    return state
+
+
+FAR = "OOOOOOOO"  # eight white discs on row 8 that the top rows can never reach
+WIPEOUT = ("-X", "XOO")  # black's d2 flips both white discs; b3 and d3 flip one
+POSITIONS = {  # name: (position, the network value, the value expected, the moves keeping their logits)
+    "d2 wipes out": (board(*WIPEOUT), -0.5, 1.0, "d2"),
+    "d2 loses on the spot, b3 d3 play on": (board(*WIPEOUT, blob=FAR), 0.25, 0.25, "b3 d2 d3"),
+    "d2 loses, network more pessimistic": (board(*WIPEOUT, blob=FAR), -0.9, -0.9, "b3 d2 d3"),
+    "d2 draws on the spot (5-5)": (board(*WIPEOUT, blob="OOOOO"), -0.5, 0.0, "b3 d2 d3"),
+    "d2 draws, network more optimistic": (board(*WIPEOUT, blob="OOOOO"), 0.5, 0.5, "b3 d2 d3"),
+    "c3 is the only move, lost": (board("X", "-O", blob=FAR), 0.5, -1.0, "c3"),
+    "c3 is the only move, drawn (3-3)": (board("X", "-O", blob="OOO"), 0.5, 0.0, "c3"),
+    "last empty a1 wins 63-1": (board("-OXXXXXX", *["XXXXXXXX"] * 6, "XXXXXXXO"), -0.5, 1.0, "a1"),
+    "black must pass": (board("O", "X"), 0.3, 0.3, "--"),
+    "game over": (board(*["XXXXXXXX"] * 8), 0.3, 0.3, ""),
+}
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _evaluate(apply_fn, values, states, endings):
+    return evaluate(apply_fn, values, states, Othello(8), None, endings)
+
+
+def _constant_network(values, obs):
+    """Flat priors and the value given per position (the variables)."""
+    return jnp.zeros((obs.shape[0], 65)), values
+
+
+def test_hand_built_endings_value_and_mask():
+    """Value = max(network, best ending) or the best ending when every move ends the game; a
+    win on the spot leaves only its logit unmasked; passes and finished games unchanged."""
+    game = Othello(8)
+    names = list(POSITIONS)
+    states = jax.tree.map(lambda *x: jnp.stack(x), *[POSITIONS[n][0] for n in names])
+    values = jnp.asarray([POSITIONS[n][1] for n in names], jnp.float32)
+    logits, value = map(np.asarray, _evaluate(_constant_network, values, states, True))
+    plain_logits, plain_value = map(np.asarray, _evaluate(_constant_network, values, states, False))
+    np.testing.assert_array_equal(plain_value, values)
+    legal = np.asarray(game.legal_moves(states))
+    for row, name in enumerate(names):
+        _, network_value, want, kept = POSITIONS[name]
+        assert value[row] == pytest.approx(want), name
+        want_kept = sorted(parse_square(m) for m in kept.split())
+        assert np.flatnonzero(logits[row] > MIN).tolist() == want_kept, name
+        np.testing.assert_array_equal(plain_logits[row] > MIN, legal[row], err_msg=name)
+
+
+ISSUE_LINE = "d3c3c4c5f6f3e3g7g3h3"  # black 1 disc to 13; e2, g2, c6, e6 each allow a reply taking every black disc
+WIPEOUTS = {"e2": "e1", "g2": "h1", "c6": "b7", "e6": "e7"}  # black's move: white's reply that takes every disc
+
+
+@functools.cache
+def shipped_8x8():
+    """``(game, apply_fn, variables)`` of ``builtin:8x8``."""
+    game, network_config, variables = load_network("builtin:8x8")
+    return game, network_apply_fn(game, network_config), variables
+
+
+def test_the_issues_wipeout_replies_are_valued_exactly():
+    """After each of black's unsafe moves, white's evaluated value is +1 (the network says less
+    than +0.5) and only the wipeout reply keeps its logit; after c2 and b4, and at black's
+    root, the network's own values and priors."""
+    game, apply_fn, variables = shipped_8x8()
+    before, _ = play_transcript(ISSUE_LINE, game)
+    moves = ["c2", "b4", *WIPEOUTS]
+    states = jax.tree.map(lambda *x: jnp.stack(x), before, *[play_transcript(m, game, start=before)[0] for m in moves])
+    logits, value = map(np.asarray, _evaluate(apply_fn, variables, states, True))
+    plain_logits, plain_value = map(np.asarray, _evaluate(apply_fn, variables, states, False))
+    np.testing.assert_array_equal(value[:3], plain_value[:3])  # black's root, and after c2 and b4
+    np.testing.assert_array_equal(logits[:3], plain_logits[:3])
+    assert (value[3:] == 1.0).all() and (plain_value[3:] < 0.5).all()
+    for row, reply in enumerate(WIPEOUTS.values(), start=3):
+        assert np.flatnonzero(logits[row] > MIN).tolist() == [parse_square(reply)]
+
+
+@pytest.mark.slow  # compiles a search around the 8x8 network: about 20 s on 2 busy cores
+def test_the_shipped_8x8_network_no_longer_walks_into_a_wipeout():
+    """The issue's position: the search plays c2 or b4, its q of every unsafe move is -1, and
+    after e6 it plays e7 with every simulation (value +1)."""
+    game, apply_fn, variables = shipped_8x8()
+    before, _ = play_transcript(ISSUE_LINE, game)
+    after, _ = play_transcript("e6", game, start=before)
+    states = jax.tree.map(lambda *x: jnp.stack(x), before, after)
+    searched = jax.jit(functools.partial(search.run_search, playing_search_config("gumbel", 32), apply_fn, game=game))
+    result = searched(variables, states, jax.random.key(0))
+    action, q, visits = (np.asarray(x) for x in (result.action, result.q, result.visit_counts))
+    assert action[0] in (parse_square("c2"), parse_square("b4"))
+    unsafe = [parse_square(m) for m in WIPEOUTS]
+    assert (visits[0, unsafe] > 0).all() and (q[0, unsafe] == -1.0).all()
+    assert action[1] == parse_square("e7") and float(result.network_value[1]) == 1.0
+    assert visits[1].sum() == visits[1, parse_square("e7")] == 32  # no effort elsewhere
+    assert float(result.root_value[1]) == 1.0
