@@ -224,7 +224,7 @@ class HostLabeller:
         solved, solve_s, device_wait_s = self._solve([p for p in self.pending if p.value is None],
                                                      lambda: _ready(asked))
         waiting = self.now()
-        metrics, asked = jax.device_get((metrics, asked))
+        metrics, asked = jax.device_get((metrics, asked._replace(value=None)))  # requests have no values
         host_wait_s = self.now() - waiting
         self.pending.append(Pending.from_requests(asked))
         return state, dict(metrics, **{
