@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
@@ -84,6 +85,17 @@ def solve_many(states: State, game: Othello = Othello(8), backend: str = "auto",
     for i, (mover, opponent) in enumerate(zip(movers.tolist(), opponents.tolist(), strict=False)):
         out[:, i] = solver.solve(mover, opponent, alpha, beta)
     return out[0], np.asarray(square_to_action(out[1], game.size), np.int64), out[2]
+
+
+def exact_signs(size: int, positions: Sequence[tuple[int, int]]) -> list[int]:
+    """The exact result of each ``(mover, opponent)`` position (64-bit boards) for its mover: +1
+    win, 0 draw, -1 loss, with this thread's C solver (its table kept between calls).
+
+    Searched with the window (-1, 1) around a draw, much cheaper than the exact margin. Plain
+    integers in and out, so it runs in worker processes too (:func:`~othello_jax.solver.solved_moves.solver_pool`).
+    """
+    solver = c_solver.solver_for(size)
+    return [(score > 0) - (score < 0) for score in (solver.solve(m, o, -1, 1)[0] for m, o in positions)]
 
 
 def solve(state: State, game: Othello = Othello(8), backend: str = "auto", alpha: int = -64,

@@ -3,6 +3,7 @@
     step = make_iteration(config, game, net, optimizer, selfplay_fn, mesh)
     train_state, metrics = step(train_state, key)              # schedule_clock "iterations"
     train_state, metrics = step(train_state, key, positions)   # "minutes": float32[2] schedule span
+    train_state, metrics, requests = step(train_state, key, labels)  # host labels (host_labels.py)
 
 Data parallelism is over a 1-D device :class:`~jax.sharding.Mesh` with axis ``"data"``: network
 parameters and optimizer state are replicated; self-play games, the replay buffer and the
@@ -28,7 +29,7 @@ from jax.sharding import Mesh, PartitionSpec
 from othello_jax.errors import InputError
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, init_variables
-from othello_jax.training import replay
+from othello_jax.training import host_labels, replay
 from othello_jax.training.optimizers import learning_rate_schedule, position_schedule, scale_updates
 from othello_jax.training.placement import AXIS, Placement
 from othello_jax.training.samples import Samples, flatten
@@ -163,9 +164,17 @@ def lane_selfplay(selfplay_fn: SelfPlayFn, mesh: Mesh):
     return _shard_map(local, mesh, in_specs=(PartitionSpec(), lanes, lanes), out_specs=lanes)
 
 
+def samples_per_lane(selfplay_fn: SelfPlayFn, example: TrainState) -> int:
+    """Rows one call of ``selfplay_fn`` gives each lane (its padding included): shapes only, nothing runs."""
+    lanes = example.buffer.lanes
+    samples = jax.eval_shape(lambda actor, resign: selfplay_fn(actor, jax.random.split(jax.random.PRNGKey(0), lanes),
+                                                              resign)[0], example.actor, example.resign)
+    return int(np.prod(samples.mask.shape[1:]))
+
+
 def make_iteration(config: RunSettings, game: Othello, net: AlphaZeroNet,
                    optimizer: optax.GradientTransformation, selfplay_fn: SelfPlayFn, mesh: Mesh,
-                   train_state_example: TrainState):
+                   train_state_example: TrainState, host_exact: bool = False):
     """Build the jitted ``(train_state, key) -> (train_state, metrics)`` for one schedule stage.
 
     Self-play with ``train_state.actor``, append to the replay buffer, then
@@ -180,6 +189,13 @@ def make_iteration(config: RunSettings, game: Othello, net: AlphaZeroNet,
     run's last iteration, whose end is 1, uses the end value), and the replay window is that of
     the nominal iteration ``start * iterations``. ``optimizer`` must then be built with
     ``make_optimizer(..., clock="minutes")``. Extra metrics: ``schedule_position`` (the end).
+
+    With ``host_exact`` (a run with ``selfplay.host_exact_empties`` in any stage) the function
+    takes one more argument, exact value labels for rows of the buffer (``host_labels.LabelRows``,
+    ``[lanes, rows]``, split by lanes), written before anything is stored or sampled, and returns
+    one more result: this iteration's requests, the stored rows with ``exact_endgame_empties <
+    empties <= host_exact_empties`` (``[lanes, samples_per_lane]``, split by lanes). See
+    :mod:`othello_jax.training.host_labels`. Extra metrics: ``host_exact/written``, ``host_exact/stale``.
     """
     lanes = train_state_example.buffer.lanes
     batch_size = config.train.batch_size
@@ -198,10 +214,18 @@ def make_iteration(config: RunSettings, game: Othello, net: AlphaZeroNet,
     play = lane_selfplay(selfplay_fn, mesh)
     batch_sharding = Placement(mesh).lanes
 
-    def iteration(ts: TrainState, key: jax.Array, positions: jax.Array | None = None):
+    exact_range = (config.selfplay.exact_endgame_empties, config.selfplay.host_exact_empties)
+
+    def iteration(ts: TrainState, key: jax.Array, positions: jax.Array | None = None,
+                  labels: host_labels.LabelRows | None = None):
         play_key, train_key = jax.random.split(key)
+        buffer, label_metrics, requests = ts.buffer, {}, None
+        if labels is not None:  # exact values solved on the host, before anything is stored or sampled
+            buffer, label_metrics = host_labels.write(buffer, labels)
         samples, stats, resign = play(ts.actor, jax.random.split(play_key, lanes), ts.resign)
-        buffer = replay.add(ts.buffer, samples)
+        if labels is not None:  # the stored rows the host is to solve, with their slots
+            requests = host_labels.requests(samples, replay.slots(buffer, samples), game, *exact_range)
+        buffer = replay.add(buffer, samples)
         if positions is None:  # the iterations clock: the schedules follow the counters
             window = replay_window(config.replay, ts.iteration)
             rates = None
@@ -243,22 +267,22 @@ def make_iteration(config: RunSettings, game: Othello, net: AlphaZeroNet,
         })
         if positions is not None:
             metrics["schedule_position"] = positions[1]
+        metrics.update(label_metrics)
         actor = ts.actor if gating else {"params": params, "batch_stats": batch_stats}
         new = TrainState(params, batch_stats, opt_state, actor, buffer, resign,
                          ts.iteration + 1, ts.step + steps)
-        return new, metrics
+        return (new, metrics) if requests is None else (new, metrics, requests)
 
     placement = Placement(mesh)
     shardings, replicated = placement.state_shardings(train_state_example), placement.replicated
-    if minutes:
-        def timed(ts: TrainState, key: jax.Array, positions: jax.Array):
-            return iteration(ts, key, positions)
+    # the extra arguments: the schedule span (minutes clock), then the host labels (split by lanes)
+    extra = (replicated,) * minutes + (placement.lanes,) * host_exact
+    out_shardings = (shardings, replicated) + (placement.lanes,) * host_exact
 
-        return jax.jit(timed, in_shardings=(shardings, replicated, replicated),
-                       out_shardings=(shardings, replicated), donate_argnums=0)
+    def step(ts: TrainState, key: jax.Array, *args):
+        positions = args[0] if minutes else None
+        labels = args[-1] if host_exact else None
+        return iteration(ts, key, positions, labels)
 
-    def counted(ts: TrainState, key: jax.Array):
-        return iteration(ts, key)
-
-    return jax.jit(counted, in_shardings=(shardings, replicated), out_shardings=(shardings, replicated),
+    return jax.jit(step, in_shardings=(shardings, replicated, *extra), out_shardings=out_shardings,
                    donate_argnums=0)

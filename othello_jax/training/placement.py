@@ -75,6 +75,10 @@ class Placement:
         """``train_state`` on the mesh (a restored or host state; an already placed one is unchanged)."""
         return put(train_state, self.state_shardings(train_state))
 
+    def lane_rows(self, tree: Any) -> Any:
+        """Rows per lane (leaves ``[lanes, ...]``, e.g. host labels) split by lanes on the mesh."""
+        return put(tree, jax.tree.map(lambda _: self.lanes, tree))
+
     def key(self, key: Any) -> jax.Array:
         """A PRNG key (or any small array) replicated on the mesh."""
         return _put_leaf(key, self.replicated)

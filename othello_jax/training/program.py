@@ -37,7 +37,7 @@ from othello_jax import checkpoint
 from othello_jax.errors import InputError
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, NetworkConfig, init_variables, make_network
-from othello_jax.training import selfplay
+from othello_jax.training import host_labels, selfplay
 from othello_jax.training.config import Stage, stage_index, stage_label, stage_unit
 from othello_jax.training.iteration import (
     SelfPlayFn,
@@ -46,6 +46,7 @@ from othello_jax.training.iteration import (
     make_iteration,
     make_mesh,
     num_lanes,
+    samples_per_lane,
 )
 from othello_jax.training.optimizers import make_optimizer
 from othello_jax.training.placement import Placement
@@ -55,14 +56,22 @@ from othello_jax.training.settings import RunSettings, resolve_stages
 @dataclasses.dataclass(frozen=True)
 class CompiledIteration:
     """One stage's compiled ``(state, key, *schedule) -> (state, metrics)``; every call first puts
-    its inputs where the executable was compiled to find them (a no-op for inputs already there)."""
+    its inputs where the executable was compiled to find them (a no-op for inputs already there).
+
+    label_rows: rows per lane of the host labels it takes (``labels=``; it then returns
+    ``(state, metrics, requests)``), 0 when the run has no host labels.
+    """
 
     executable: Callable
     placement: Placement
+    label_rows: int = 0
 
-    def __call__(self, state: TrainState, key: jax.Array, *schedule) -> tuple[TrainState, dict]:
+    def __call__(self, state: TrainState, key: jax.Array, *schedule, labels: host_labels.LabelRows | None = None):
         placement = self.placement
-        return self.executable(placement.state(state), placement.key(key), *map(placement.schedule, schedule))
+        args = (placement.state(state), placement.key(key), *map(placement.schedule, schedule))
+        if self.label_rows:
+            args += (placement.lane_rows(labels),)
+        return self.executable(*args)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +99,17 @@ class TrainProgram:
     resign_init: Any
     clock: str = "iterations"
     stage_unit: str = "iterations"
+
+    @property
+    def host_exact(self) -> bool:
+        """Whether any stage labels positions exactly on the host (``selfplay.host_exact_empties``):
+        then every stage's iteration takes and returns host labels (:mod:`.host_labels`)."""
+        return any(stage.selfplay.host_exact_empties for stage in self.stage_configs)
+
+    @property
+    def host_exact_workers(self) -> int:
+        """Solver processes for the host labels: the most any stage asks for (one pool per run)."""
+        return max(stage.selfplay.host_exact_workers for stage in self.stage_configs)
 
     @property
     def placement(self) -> Placement:
@@ -128,18 +148,28 @@ class TrainProgram:
         return (np.asarray([start, end], np.float32),)
 
     def iteration_fn(self, index: int, example: TrainState) -> Callable:
-        """The jitted ``(state, key) -> (state, metrics)`` of stage ``index`` (not yet compiled)."""
+        """The jitted ``(state, key) -> (state, metrics)`` of stage ``index`` (not yet compiled; with
+        :attr:`host_exact`, ``(state, key, labels) -> (state, metrics, requests)``)."""
         return make_iteration(self.stage_configs[index], self.game, self.net, self.optimizers[index],
-                              self.selfplay_fns[index], self.mesh, example)
+                              self.selfplay_fns[index], self.mesh, example, host_exact=self.host_exact)
+
+    def label_rows(self, index: int, example: TrainState) -> int:
+        """Rows per lane of stage ``index``'s host labels and requests (the rows one iteration
+        stores per lane, padding included); 0 without :attr:`host_exact`."""
+        return samples_per_lane(self.selfplay_fns[index], example) if self.host_exact else 0
 
     def compile(self, index: int, state: TrainState, key: jax.Array) -> CompiledIteration:
         """Stage ``index``'s iteration compiled for ``state``'s shapes, on the placement's shardings
         (wherever ``state`` and ``key`` are now)."""
         placement = self.placement
+        rows = self.label_rows(index, state)
+        labels = host_labels.no_labels(self.lanes, rows) if rows else None
         inputs = (placement.abstract(state, placement.state_shardings(state)),
                   placement.abstract(key, placement.replicated),
-                  *(placement.abstract(np.asarray(a), placement.replicated) for a in self.schedule_args(0.0, 0.0)))
-        return CompiledIteration(self.iteration_fn(index, state).lower(*inputs).compile(), placement)
+                  *(placement.abstract(np.asarray(a), placement.replicated) for a in self.schedule_args(0.0, 0.0)),
+                  *(() if labels is None else (placement.abstract(labels, jax.tree.map(lambda _: placement.lanes,
+                                                                                       labels)),)))
+        return CompiledIteration(self.iteration_fn(index, state).lower(*inputs).compile(), placement, rows)
 
     def meta(self) -> dict:
         """What must match for a checkpoint to resume this run (``checkpoint.COMPATIBILITY_KEYS``)."""

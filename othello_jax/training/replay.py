@@ -78,14 +78,25 @@ def init(game: Othello, lanes: int, capacity: int, max_window: int, final_board:
     return ReplayBuffer(data, zeros, zeros, zeros, jnp.zeros((lanes, max_window + 1), jnp.int32), zeros)
 
 
+def _destinations(cursor: jax.Array, valid: jax.Array, capacity: int) -> jax.Array:
+    """int32[n]: the row of one lane's ring each new row goes to (the valid ones packed, in order,
+    after ``cursor``); ``capacity`` (out of range: dropped) for padding rows."""
+    offset = jnp.cumsum(valid.astype(jnp.int32)) - 1
+    return jnp.where(valid, (cursor + offset) % capacity, capacity)
+
+
 def _add_lane(data: Samples, cursor: jax.Array, new: Samples) -> tuple[Samples, jax.Array]:
     """Write the valid rows of ``new`` (leaves ``[n, ...]``) after ``cursor``; padding rows are dropped."""
-    capacity = data.mask.shape[0]
-    valid = new.mask
-    offset = jnp.cumsum(valid.astype(jnp.int32)) - 1
-    dest = jnp.where(valid, (cursor + offset) % capacity, capacity)  # out of range -> dropped
+    dest = _destinations(cursor, new.mask, data.mask.shape[0])
     data = jax.tree.map(lambda old, rows: old.at[dest].set(rows.astype(old.dtype), mode="drop"), data, new)
-    return data, jnp.sum(valid.astype(jnp.int32))
+    return data, jnp.sum(new.mask.astype(jnp.int32))
+
+
+def slots(buffer: ReplayBuffer, new: Samples) -> jax.Array:
+    """int32[lanes, n]: where :func:`add` will write each row of ``new`` (leaves ``[lanes, n, ...]``)
+    in its lane's ring; ``buffer.capacity`` for padding rows, which are not stored."""
+    destinations = jax.vmap(_destinations, in_axes=(0, 0, None))
+    return destinations(buffer.cursor, new.mask.astype(bool), buffer.capacity)
 
 
 def add(buffer: ReplayBuffer, new: Samples) -> ReplayBuffer:

@@ -30,6 +30,11 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
     c.value_target = "z"  # "z" outcome, "q" search value, "zq" their mean, "lambda" lambda-return
     c.td_lambda = 0.98
     c.exact_endgame_empties = 0  # > 0: value targets of positions with <= E empties solved exactly
+    # > 0: value targets of positions with <= E empties (and more than exact_endgame_empties) solved
+    # exactly by the C solver on the host while the device runs the next iteration, written back into
+    # the replay buffer two iterations later (othello_jax/training/host_labels.py); one process only
+    c.host_exact_empties = 0
+    c.host_exact_workers = 1  # solver processes for host_exact_empties (1: in the training process)
     c.harvest = ml_collections.ConfigDict(dict(
         per_tree=0,  # extra positions taken from each search tree (OLIVAW); 0 = off
         min_visits=4,  # a node needs at least this many visits to be harvested
@@ -48,6 +53,10 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
 
 
 Config = Mapping[str, Any] | ml_collections.ConfigDict
+
+# settings added after runs were written: a config without them (an old workdir's) reads them at
+# their defaults, which leave self-play as it was
+ADDED_SETTINGS = ("host_exact_empties", "host_exact_workers")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +110,8 @@ class SelfPlaySettings:
     value_target: str
     td_lambda: float
     exact_endgame_empties: int
+    host_exact_empties: int
+    host_exact_workers: int
     harvest: HarvestSettings
     resign: ResignSettings
     final_board: bool
@@ -108,8 +119,11 @@ class SelfPlaySettings:
     @classmethod
     def from_config(cls, config: Config, final_board: bool = False) -> SelfPlaySettings:
         """The records of a ``selfplay`` section; one-line ``InputError`` naming the first impossible setting."""
+        defaults = default_selfplay_config()
+        added = {name: defaults[name] for name in ADDED_SETTINGS if name not in config}
         s = read_record(cls, config, "selfplay", harvest=HarvestSettings.from_config(config["harvest"]),
-                        resign=ResignSettings.from_config(config["resign"]), final_board=bool(final_board))
+                        resign=ResignSettings.from_config(config["resign"]), final_board=bool(final_board),
+                        **added)
         need(s.num_games >= 1, f"selfplay.num_games must be >= 1, got {s.num_games}")
         need(s.max_plies >= 0, f"selfplay.max_plies must be >= 0, got {s.max_plies}")
         need(s.temperature >= 0, f"selfplay.temperature must be >= 0, got {s.temperature}")
@@ -117,6 +131,12 @@ class SelfPlaySettings:
              f"unknown selfplay.value_target {s.value_target!r}; choose from {', '.join(VALUE_TARGETS)}")
         need(0.0 <= s.td_lambda <= 1.0, f"selfplay.td_lambda must be in [0, 1], got {s.td_lambda}")
         need(s.exact_endgame_empties >= 0, "selfplay.exact_endgame_empties must be >= 0")
+        need(s.host_exact_empties >= 0,
+             f"selfplay.host_exact_empties must be >= 0 (0 = off), got {s.host_exact_empties}")
+        need(s.host_exact_empties == 0 or s.host_exact_empties > s.exact_endgame_empties,
+             f"selfplay.host_exact_empties={s.host_exact_empties} must exceed selfplay.exact_endgame_empties="
+             f"{s.exact_endgame_empties} (those positions are solved in self-play already) or be 0 (off)")
+        need(s.host_exact_workers >= 1, f"selfplay.host_exact_workers must be >= 1, got {s.host_exact_workers}")
         return s
 
 
