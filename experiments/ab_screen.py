@@ -41,6 +41,10 @@ ARMS: dict[str, list[str]] = {
     "steps30": ["train.steps_per_iteration=30"],  # 3x the gradient steps per self-play position
     # the two arms ahead of the baseline in the screens: WDL value head and global pooling together
     "wdl_gpool": ["network.value_head=wdl", "network.global_pool=True"],
+    # exact value targets from the C solver on the host for every stored position with 7-14 empties
+    # (the JAX solver keeps the last 6 inside the iteration), written back two iterations late
+    "host14": ["selfplay.host_exact_empties=14"],
+    "host12": ["selfplay.host_exact_empties=12"],
     "all_heads": ["network.value_head=wdl", "network.score_head=True", "network.ownership_head=True",
                   "network.global_pool=True"],
 }

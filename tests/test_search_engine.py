@@ -50,9 +50,14 @@ def assert_same_results(a, b):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=jax.tree_util.keystr(path))
 
 
-@pytest.mark.parametrize("positions", sorted(POSITIONS))
-@pytest.mark.parametrize("max_depth", [0, 2])
-@pytest.mark.parametrize("variant", VARIANTS)
+# every variant, depth limit and kind of position; the depth limit on the passing positions is
+# also compared by test_select_updates_build_the_same_trees, so those two cases run only with -m ""
+CASES = [pytest.param(variant, max_depth, positions,
+                      marks=[pytest.mark.slow] if (max_depth, positions) == (2, "passes") else [])
+         for variant in VARIANTS for max_depth in (0, 2) for positions in sorted(POSITIONS)]
+
+
+@pytest.mark.parametrize(("variant", "max_depth", "positions"), CASES)
 def test_lockstep_engine_builds_the_trees_of_public_mctx(variant, max_depth, positions):
     """With root noise (Gumbel / Dirichlet), depth cut-offs, passes and game ends inside the trees:
     the tree (every field), the action and the policy target equal mctx's, exactly."""
