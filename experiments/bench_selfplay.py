@@ -11,12 +11,15 @@ For each network and batch size B, the same B root positions (the start position
   inside plain, unmodified ``mctx.gumbel_muzero_policy`` (always Gumbel, as in the example);
 - (d) ``network only``: the network alone, called as often as one search calls it (B x (sims + 1));
 - (e) ``uncompacted``: (a) with ``search.compact_levels = False`` (every walk and backup level on
-  all B trees; asserted to build the same trees as (a)).
+  all B trees; asserted to build the same trees as (a));
+- (f) ``no exact endings``: (a) with ``search.exact_endings = False`` (no one-ply look at the moves
+  that end the game; different trees wherever such a move exists).
 
 Calls are interleaved, best of ``--repeats``. It prints ms per call, moves/s (B / time), network
 evaluations/s (B x (sims + 1) / time), and per setting the lines ``network share: NN%`` (d / a),
-``vs plain mctx: N.NNx`` (b / a), ``vs pgx setting: N.NNx`` (c / a) and ``vs uncompacted: N.NNx``
-(e / a), for scripts to read.
+``vs plain mctx: N.NNx`` (b / a), ``vs pgx setting: N.NNx`` (c / a), ``vs uncompacted: N.NNx``
+(e / a) and ``vs no exact endings: N.NNx`` (f / a: below 1 by what the look-ahead costs), for
+scripts to read.
 ``--selfplay`` also times ``play_games`` (moves/s of whole self-play games). Usage::
 
     python -m experiments.bench_selfplay [--network tiny small] [--batch 256 2048] [--simulations 32]
@@ -152,6 +155,8 @@ def bench_search(args, net: str, batch: int) -> dict[str, float]:
     plain.engine = "mctx"
     uncompacted = config.copy_and_resolve_references()
     uncompacted.compact_levels = False
+    no_endings = config.copy_and_resolve_references()
+    no_endings.exact_endings = False
     apply_fn, variables = network(net, 8, args.dtype)
     our_roots, pgx_roots = root_positions(batch, args.plies)
 
@@ -161,6 +166,7 @@ def bench_search(args, net: str, batch: int) -> dict[str, float]:
         "(c) pgx setting": pgx_setting(config, apply_fn, variables, pgx_roots),
         "(d) network only": network_only(game, apply_fn, variables, batch, args.simulations + 1),
         "(e) uncompacted": engine_search(uncompacted, game, apply_fn, variables, our_roots),
+        "(f) no exact endings": engine_search(no_endings, game, apply_fn, variables, our_roots),
     }
     ours = calls["(a) engine"][0](*calls["(a) engine"][1])
     for other in ("(b) plain mctx", "(e) uncompacted"):
@@ -172,17 +178,18 @@ def bench_search(args, net: str, batch: int) -> dict[str, float]:
           f"{args.variant} (pgx setting: gumbel), tree updates {args.tree_updates}, "
           f"{f'roots {args.plies} random plies in' if args.plies else 'roots at the start position'}, "
           f"best of {args.repeats}, {jax.devices()[0].platform}")
-    print(f"  {'setting':<18} {'ms/call':>9} {'moves/s':>10} {'net evals/s':>12}")
+    print(f"  {'setting':<21} {'ms/call':>9} {'moves/s':>10} {'net evals/s':>12}")
     evals = batch * (args.simulations + 1)
     for name, wall in seconds.items():
         moves = f"{batch / wall:10.0f}" if "network" not in name else f"{'-':>10}"
-        print(f"  {name:<18} {1e3 * wall:9.1f} {moves} {evals / wall:12.0f}")
+        print(f"  {name:<21} {1e3 * wall:9.1f} {moves} {evals / wall:12.0f}")
     engine = seconds["(a) engine"]
     print("  (a), (b) and (e) built equal trees (every field)")
     print(f"network share: {100 * seconds['(d) network only'] / engine:.0f}%")
     print(f"vs plain mctx: {seconds['(b) plain mctx'] / engine:.2f}x")
     print(f"vs pgx setting: {seconds['(c) pgx setting'] / engine:.2f}x")
     print(f"vs uncompacted: {seconds['(e) uncompacted'] / engine:.2f}x")
+    print(f"vs no exact endings: {seconds['(f) no exact endings'] / engine:.2f}x")
     return seconds
 
 

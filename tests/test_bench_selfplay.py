@@ -16,7 +16,7 @@ def test_the_search_benchmark_prints_its_ratios_after_checking_equal_trees(capsy
     assert "(a), (b) and (e) built equal trees" in out
     share = re.search(r"^network share: (\d+)%$", out, re.M)
     assert share and 0 < int(share.group(1)) <= 100
-    for name in ("plain mctx", "pgx setting", "uncompacted"):
+    for name in ("plain mctx", "pgx setting", "uncompacted", "no exact endings"):
         ratio = re.search(rf"^vs {name}: (\d+\.\d\d)x$", out, re.M)
         assert ratio and float(ratio.group(1)) > 0, name
 
