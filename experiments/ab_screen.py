@@ -45,6 +45,7 @@ ARMS: dict[str, list[str]] = {
     # (the JAX solver keeps the last 6 inside the iteration), written back two iterations late
     "host14": ["selfplay.host_exact_empties=14"],
     "host12": ["selfplay.host_exact_empties=12"],
+    "host16": ["selfplay.host_exact_empties=16"],
     "all_heads": ["network.value_head=wdl", "network.score_head=True", "network.ownership_head=True",
                   "network.global_pool=True"],
 }
