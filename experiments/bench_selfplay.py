@@ -151,6 +151,7 @@ def bench_search(args, net: str, batch: int) -> dict[str, float]:
     config.variant = args.variant
     config.num_simulations = args.simulations
     config.tree_updates = args.tree_updates
+    config.exact_endings = True  # as the players search
     plain = config.copy_and_resolve_references()
     plain.engine = "mctx"
     uncompacted = config.copy_and_resolve_references()

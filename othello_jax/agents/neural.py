@@ -31,8 +31,10 @@ def policy_act(apply_fn: Callable, variables: Any, states: State, key: jax.Array
 
 
 def playing_search_config(variant: str, sims: int):
-    """Search settings for evaluation games: no exploration noise (Gumbel scale and Dirichlet 0)."""
+    """Search settings for evaluation games: no exploration noise (Gumbel scale and Dirichlet 0), and
+    game-ending moves valued exactly (a wipeout reply is found whatever its prior)."""
     config = default_search_config()
+    config.exact_endings = True
     config.variant = variant
     config.num_simulations = int(sims)
     config.gumbel_scale = 0.0

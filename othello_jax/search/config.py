@@ -26,8 +26,10 @@ def default_search_config() -> ml_collections.ConfigDict:
     config.num_simulations = 32
     config.max_depth = 0  # 0: no limit beyond the number of simulations
     config.symmetry = False  # evaluate the network on a random dihedral transform per position
-    # value the moves that end the game exactly at every evaluated node (search/network.py exact_endings)
-    config.exact_endings = True
+    # value the moves that end the game exactly at every evaluated node (search/network.py exact_endings):
+    # on for players and evaluations (agents.playing_search_config); off here, in training's self-play,
+    # until an A/B shows it pays there (it costs 3-13% of a search and compile time; RESULTS 2026-11-25)
+    config.exact_endings = False
     config.engine = "lockstep"  # the project's batched search; "mctx": mctx's public policies (same trees, slower)
     # lockstep tree writes: "scatter" (the default everywhere) or "select" (one-hot; meant for TPU, unmeasured there)
     config.tree_updates = "scatter"

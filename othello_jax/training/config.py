@@ -74,9 +74,6 @@ def default_config() -> ConfigDict:
     c.network = ConfigDict(dict(preset="small", blocks=0, channels=0, value_hidden=0, dtype="", value_head="scalar",
                                 score_head=False, ownership_head=False, global_pool=False))
     c.search = search.default_search_config()
-    # self-play's search without the one-ply look at game-ending moves that players use: no A/B has
-    # shown it pays in training yet, and it costs 3-13% of a search and compile time (RESULTS, 2026-11-25)
-    c.search.exact_endings = False
     c.selfplay = selfplay.default_selfplay_config()
 
     c.replay = ConfigDict(dict(
