@@ -46,6 +46,8 @@ ARMS: dict[str, list[str]] = {
     "host14": ["selfplay.host_exact_empties=14"],
     "host12": ["selfplay.host_exact_empties=12"],
     "host16": ["selfplay.host_exact_empties=16"],
+    # both sides' legal moves as two more input planes (derived inside the network from the discs)
+    "moves": ["network.move_planes=True"],
     "all_heads": ["network.value_head=wdl", "network.score_head=True", "network.ownership_head=True",
                   "network.global_pool=True"],
 }

@@ -6,6 +6,8 @@ Batch norm statistics live in the ``batch_stats`` collection: call with ``train=
 ``mutable=["batch_stats"]`` while learning, ``train=False`` for inference.
 
 Options (all off by default; then the parameters and outputs are exactly the plain network's):
+``move_planes`` adds two input planes the network derives itself from the disc planes: the
+squares where the mover and where the opponent may play (mobility, Othello's first feature);
 ``value_head="wdl"`` predicts win/draw/loss logits and reports ``value = P(win) - P(loss)``;
 ``score_head`` a tanh-scaled final disc difference; ``ownership_head`` a tanh per square (+1 the
 mover's disc at the end, -1 the opponent's); ``global_pool`` adds KataGo-style global pooling
@@ -46,6 +48,7 @@ class NetworkConfig:
     score_head: bool = False  # auxiliary head: final disc difference / squares (tanh)
     ownership_head: bool = False  # auxiliary head: final owner of every square (tanh per square)
     global_pool: bool = False  # KataGo-style global pooling biases in the residual blocks
+    move_planes: bool = False  # input planes of both sides' legal moves, derived from the disc planes
 
     def __post_init__(self) -> None:
         if self.value_head not in VALUE_HEADS:
@@ -62,6 +65,34 @@ class NetworkConfig:
             raise InputError(f"unknown network preset {name!r}; choose from {', '.join(PRESETS)}")
         blocks, channels = PRESETS[name]
         return cls(blocks=blocks, channels=channels, **overrides)
+
+
+def legal_move_planes(obs: jax.Array) -> jax.Array:
+    """Both sides' legal placements ``(..., N, N, 2)`` (mover, opponent) from disc planes ``(..., N, N, 2)``.
+
+    The grid twin of the bitboard rule: in each of the 8 directions, a run of the other side's
+    discs that starts next to an empty square and ends on one's own disc. Shifts of the whole
+    grid, N-2 steps per direction, no loop over squares; the same squares as ``Othello.legal_moves``.
+    """
+    discs = obs[..., :2] > 0.5
+    size = obs.shape[-2]
+
+    def shift(x: jax.Array, dy: int, dx: int) -> jax.Array:  # y[i, j] = x[i - dy, j - dx], False outside
+        padded = jnp.pad(x, [(0, 0)] * (x.ndim - 2) + [(1, 1), (1, 1)])
+        return padded[..., 1 - dy: 1 - dy + size, 1 - dx: 1 - dx + size]
+
+    def legal(own: jax.Array, other: jax.Array) -> jax.Array:
+        empty = ~(own | other)
+        found = jnp.zeros_like(own)
+        for dy, dx in [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dy, dx) != (0, 0)]:
+            run = shift(own, dy, dx) & other  # the other side's discs next to one's own, walking away from it
+            for _ in range(size - 3):
+                run = run | (shift(run, dy, dx) & other)
+            found = found | (shift(run, dy, dx) & empty)
+        return found
+
+    mover, opponent = discs[..., 0], discs[..., 1]
+    return jnp.stack([legal(mover, opponent), legal(opponent, mover)], axis=-1).astype(obs.dtype)
 
 
 def wdl_value(wdl_logits: jax.Array) -> jax.Array:
@@ -118,6 +149,8 @@ class AlphaZeroNet(nn.Module):
         dtype = jnp.dtype(self.config.dtype)
         c = self.config.channels
         x = obs.astype(dtype)
+        if self.config.move_planes:
+            x = jnp.concatenate([x, legal_move_planes(x)], axis=-1)
         x = nn.Conv(c, (3, 3), use_bias=False, dtype=dtype)(x)
         x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(x))
         for _ in range(self.config.blocks):

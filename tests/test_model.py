@@ -101,3 +101,43 @@ def test_parameters_are_a_plain_pytree_usable_under_jit_and_grad():
     grads = jax.grad(loss)(variables["params"])
     assert jax.tree.structure(grads) == jax.tree.structure(variables["params"])
     assert all(np.isfinite(np.asarray(g)).all() for g in jax.tree.leaves(grads))
+
+
+@pytest.mark.parametrize("size", [4, 6, 8])
+def test_move_planes_are_both_sides_legal_moves_by_the_bitboard_rules(size):
+    """The grid rule inside the network marks the same squares as ``Othello.legal_moves``, for the
+    mover and (the position seen from the other side) for the opponent, along random games."""
+    from othello_jax.game import bitboard as bb
+    from othello_jax.model import legal_move_planes
+
+    game = Othello(size)
+    squares = size * size
+
+    @jax.jit
+    def planes_and_rules(key):
+        def ply(state, k):
+            mine = game.legal_moves(state)[..., :squares]
+            theirs = bb.to_grid(bb.legal_placements(state.opponent, state.mover, size), size)
+            logits = jnp.where(game.legal_moves(state), 0.0, -1e9)
+            following = game.step(state, jax.random.categorical(k, logits).astype(jnp.int32))
+            return following, (legal_move_planes(game.observation(state)), mine, theirs)
+
+        state = jax.tree.map(lambda x: jnp.broadcast_to(x, (32,) + x.shape), game.init())
+        return jax.lax.scan(ply, state, jax.random.split(key, squares - 4))[1]
+
+    planes, mine, theirs = (np.asarray(a) for a in planes_and_rules(jax.random.key(size)))
+    assert planes.shape == mine.shape[:-1] + (size, size, 2)
+    assert np.array_equal(planes[..., 0].reshape(mine.shape), mine)
+    assert np.array_equal(planes[..., 1], theirs > 0)
+    assert mine.any() and theirs.any() and not mine.all()
+
+
+def test_move_planes_network_widens_only_the_stem():
+    plain = make_network(6, NetworkConfig.preset("tiny"))
+    moves = make_network(6, NetworkConfig.preset("tiny", move_planes=True))
+    plain_vars, move_vars = (init_variables(n, jax.random.key(0), 6) for n in (plain, moves))
+    assert move_vars["params"]["Conv_0"]["kernel"].shape == (3, 3, 4, 16)
+    shapes = lambda v: jax.tree.map(np.shape, {k: p for k, p in v["params"].items() if k != "Conv_0"})
+    assert shapes(plain_vars) == shapes(move_vars)
+    logits, value = apply(moves, move_vars, observations(6, 5), train=False)
+    assert logits.shape == (5, 37) and value.shape == (5,)

@@ -70,9 +70,11 @@ def default_config() -> ConfigDict:
     c.distributed = ConfigDict(dict(enabled=False, coordinator_address="", num_processes=0, process_id=-1))
 
     # preset, then any field > 0 (or non-empty) overrides it
-    # value_head "scalar" | "wdl"; score/ownership heads (auxiliary targets); global pooling (experiments/ab_arms.md)
+    # value_head "scalar" | "wdl"; score/ownership heads (auxiliary targets); global pooling (experiments/ab_arms.md);
+    # move_planes: both sides' legal moves as input planes (derived inside the network)
     c.network = ConfigDict(dict(preset="small", blocks=0, channels=0, value_hidden=0, dtype="", value_head="scalar",
-                                score_head=False, ownership_head=False, global_pool=False))
+                                score_head=False, ownership_head=False, global_pool=False,
+                                move_planes=False))
     c.search = search.default_search_config()
     c.selfplay = selfplay.default_selfplay_config()
 
