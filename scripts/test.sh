@@ -40,7 +40,9 @@ echo "== test suite (newest versions), all but the tests marked slow"
 # With XLA's optimisations mostly off for tests (tests/conftest.py) the leg took 14 min on a fresh
 # clone of this 2-core machine (2026-11-24), 30 min once it ran users' commands as they run them
 # (resume on 2 and 8 devices, every entry point, chaos kills on 2 devices; 2026-11-25).
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=30 -n "${TEST_WORKERS:-2}" -m "not slow" "$@"
+# Work stealing (an idle worker takes half of the other's queue) and the longest tests first
+# (tests/conftest.py LONGEST_FIRST) keep both workers busy to the end.
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=30 -n "${TEST_WORKERS:-2}" --dist=worksteal -m "not slow" "$@"
 
 # ---- the Colab-image leg ----------------------------------------------------------------------
 if [ "$colab_status" -eq 1 ]; then
@@ -86,5 +88,5 @@ core_tests=$(grep -l "pytestmark = pytest.mark.core" tests/test_*.py | grep -v t
 # reference implementations (perft counts, pgx, rust-reversi, the pure-Python reference, the line
 # replayer's), which test game logic, not the versions, and every test that is not game core.
 # shellcheck disable=SC2086
-.venv-colab/bin/python -m pytest -q -p no:cacheprovider --durations=8 -n "${TEST_WORKERS:-2}" tests/test_notebooks.py tests/test_fuzz_*.py \
+.venv-colab/bin/python -m pytest -q -p no:cacheprovider --durations=8 -n "${TEST_WORKERS:-2}" --dist=worksteal tests/test_notebooks.py tests/test_fuzz_*.py \
   $core_tests -k "not perft and not reference and not pgx and not rust_reversi"

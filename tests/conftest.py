@@ -89,6 +89,34 @@ def optimized_compilation(request):
         jax.config.update("jax_disable_most_optimizations", before)
 
 
+# The longest tests in CI (each 1-4 minutes on the 2-core machine, most of them whole runs of the
+# users' commands), longest first. They start first, alternating between the two halves of the run
+# that pytest-xdist's work-stealing scheduler gives its two workers, so no worker is left with one
+# at the end; the rest fill in around them.
+LONGEST_FIRST = (
+    "test_quickstart_then_export_and_analyze_its_network",
+    "test_sigterm_resume_and_extension_equal_the_uninterrupted_run",
+    "test_two_processes_train_like_one_stop_together_resume_and_their_checkpoint_restores_in_one",
+    "test_three_kills_resume_to_the_uninterrupted_run_on_two_devices",
+    "test_stages_reach_search_gating_and_checkpoints_in_the_loop",
+    "test_the_minutes_clock_resumes_finishes_and_its_schedule_never_moves_back",
+    "test_train_with_the_readme_flags_then_the_elo_ladder",
+    "test_supervised_training_then_accuracy",
+    "test_jax_solver_matches_brute_force",
+    "test_the_search_benchmark_prints_its_ratios_after_checking_equal_trees",
+)
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k have deselected
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests in LONGEST_FIRST at the head of each half of the run, alternating (see above)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    longest = sorted((item for item in items if item.originalname in rank), key=lambda item: rank[item.originalname])
+    rest = [item for item in items if item.originalname not in rank]
+    cut = len(items) // 2 - len(longest[0::2])
+    items[:] = longest[0::2] + rest[:cut] + longest[1::2] + rest[cut:]
+
+
 # jax and the package are imported inside the helpers below: this file must set the environment
 # above before anything imports jax.
 @functools.cache

@@ -25,6 +25,9 @@ from experiments.chaos_resume import Start, checkpoint_loader, same_arrays
 TINY = ["--config=experiments/configs/tiny_test.py"]
 TIMING = ("_s", "_per_s")  # wall-clock fields of a metrics record
 LAYOUTS = {"2 cores": dict(cores=2), "8 devices": dict(devices=8)}  # Start's keywords
+# CI runs the users' default layout; 8 devices (the same code, sharded further; test_sharding checks
+# 8 devices against 1) only with -m "" (slow), to keep CI inside 30 minutes
+LAYOUT_PARAMS = [pytest.param(name, marks=[pytest.mark.slow] if name == "8 devices" else []) for name in LAYOUTS]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +70,7 @@ def assert_same_runs(resumed: Path, straight: Path, args: list[str], iteration: 
     assert records(resumed) == records(straight)
 
 
-@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("layout", LAYOUT_PARAMS)
 def test_sigterm_resume_and_extension_equal_the_uninterrupted_run(tmp_path, cache, layout):
     """SIGTERM mid-run, the same command again, then `--config.iterations` raised (a finished run
     extended), through a stage change, evaluations and gates: identical states and metrics to the

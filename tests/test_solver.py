@@ -29,7 +29,7 @@ from tests.solver_helpers import BruteForce, greedy_act, random_act, random_posi
 
 GAME = Othello(8)
 JAX_EMPTIES = 10  # one compiled search depth for all 8x8 JAX checks
-SMALL, JAX_BATCH = 2048, 512  # positions with up to 7 empties, solved on device 512 at a time
+SMALL, JAX_BATCH = 768, 256  # positions with up to 7 empties, solved on device 256 at a time
 # White to move; only H8 wins (+10). The greedy move E1 (5 flips, lowest of two) loses by 2.
 ONLY_WIN_NOT_GREEDY = "XXXX-X--XXXXXOOOOXOXXXOOOXXOXOXOOXOXXXXXOXXOOOXX-XXXXXXX-X--X-O- O"
 H8 = 63
@@ -46,7 +46,7 @@ def empties_of(state) -> int:
 
 @pytest.fixture(scope="module")
 def positions():
-    """8x8 positions: 2048 with 0..7 empty squares and 16 with 8..10, with brute-force values."""
+    """8x8 positions: 768 with 0..7 empty squares and 16 with 8..10, with brute-force values."""
     rng = np.random.default_rng(0)
     empties = list(rng.integers(0, 8, SMALL)) + [8] * 10 + [9] * 4 + [10] * 2
     states = random_positions(GAME, empties, seed=5)
