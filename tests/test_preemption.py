@@ -44,10 +44,10 @@ def steps(workdir: Path) -> list[int]:
 
 def test_sigterm_checkpoints_exits_75_and_the_next_start_resumes(tmp_path, compile_cache):
     workdir = tmp_path / "run"
-    proc = train_command(workdir, compile_cache, "--config.iterations=300")
+    proc = train_command(workdir, compile_cache, "--config.iterations=80")
     deadline = time.time() + 300
     for line in proc.stdout:  # wait until training runs, then preempt it
-        if line.startswith("[  2/300]"):
+        if line.startswith("[ 2/80]"):
             break
         assert time.time() < deadline, "no second iteration within 5 minutes"
     else:
@@ -58,24 +58,24 @@ def test_sigterm_checkpoints_exits_75_and_the_next_start_resumes(tmp_path, compi
 
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, err  # one line: where it stopped, how to resume
-    match = re.fullmatch(r"othello-jax train: stopped by SIGTERM after iteration (\d+) of 300; checkpoint "
+    match = re.fullmatch(r"othello-jax train: stopped by SIGTERM after iteration (\d+) of 80; checkpoint "
                          r"(\S+) saved; run the same command again to resume", lines[0])
     assert match, lines[0]
     stopped = int(match.group(1))
-    assert 2 <= stopped < 300
+    assert 2 <= stopped < 80
     assert Path(match.group(2)) == workdir / "checkpoints" / str(stopped)
     assert steps(workdir) == [stopped]  # checkpoint.every=1000: only the stop wrote one
     assert (workdir / "checkpoints" / str(stopped) / "commit_success.txt").exists()
     logged = [json.loads(line)["iteration"] for line in (workdir / "metrics.jsonl").read_text().splitlines()]
     assert logged == list(range(1, stopped + 1))
 
-    resumed = train_command(workdir, compile_cache, "--config.iterations=300")
+    resumed = train_command(workdir, compile_cache, "--config.iterations=80")
     out, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err[-2000:]
     assert f"resumed {workdir} at iteration {stopped}" in out
-    assert steps(workdir) == [stopped, 300]
+    assert steps(workdir) == [stopped, 80]
     logged = [json.loads(line)["iteration"] for line in (workdir / "metrics.jsonl").read_text().splitlines()]
-    assert logged == list(range(1, 301))
+    assert logged == list(range(1, 81))
 
 
 def test_sigint_in_process_stops_after_a_checkpoint_synced_by_the_hook(tmp_path):

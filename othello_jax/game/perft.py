@@ -44,10 +44,20 @@ def _blocks(frontier: State, chunk: int):
 
 def perft(state: State, depth: int, game: Othello = Othello(8), chunk: int = 1 << 15) -> int:
     """Number of leaf positions ``depth`` plies below ``state``."""
+    return perft_levels(state, depth, game, chunk)[-1] if depth > 0 else 1
+
+
+def perft_levels(state: State, depth: int, game: Othello = Othello(8), chunk: int = 1 << 15) -> list[int]:
+    """Leaf counts 1, 2, ..., ``depth`` plies below ``state``, from one walk down the tree."""
     frontier = jax.tree.map(lambda x: np.asarray(x)[None], state)
-    if depth == 0:
-        return 1
-    for _ in range(depth - 1):
+    counts = []
+    for level in range(depth):
+        total = 0
+        for block, rows in _blocks(frontier, chunk):
+            total += int(np.asarray(_leaf_counts(game, block), np.int64)[:rows].sum())
+        counts.append(total)
+        if level == depth - 1:
+            break
         parts = []
         for block, rows in _blocks(frontier, chunk):
             children, keep = _children(game, block)
@@ -56,7 +66,4 @@ def perft(state: State, depth: int, game: Othello = Othello(8), chunk: int = 1 <
             keep = keep.reshape(-1)
             parts.append(jax.tree.map(lambda x: np.asarray(x).reshape((-1,) + x.shape[2:])[keep], children))
         frontier = jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
-    total = 0
-    for block, rows in _blocks(frontier, chunk):
-        total += int(np.asarray(_leaf_counts(game, block), np.int64)[:rows].sum())
-    return total
+    return counts
