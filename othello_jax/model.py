@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from othello_jax.errors import InputError
+from othello_jax.game import bitboard as bb
 
 VALUE_HEADS = ("scalar", "wdl")
 PRESETS: dict[str, tuple[int, int]] = {
@@ -70,29 +71,13 @@ class NetworkConfig:
 def legal_move_planes(obs: jax.Array) -> jax.Array:
     """Both sides' legal placements ``(..., N, N, 2)`` (mover, opponent) from disc planes ``(..., N, N, 2)``.
 
-    The grid twin of the bitboard rule: in each of the 8 directions, a run of the other side's
-    discs that starts next to an empty square and ends on one's own disc. Shifts of the whole
-    grid, N-2 steps per direction, no loop over squares; the same squares as ``Othello.legal_moves``.
+    The game's own rule (``bitboard.legal_placements``) on the planes packed into bitboards.
     """
-    discs = obs[..., :2] > 0.5
     size = obs.shape[-2]
-
-    def shift(x: jax.Array, dy: int, dx: int) -> jax.Array:  # y[i, j] = x[i - dy, j - dx], False outside
-        padded = jnp.pad(x, [(0, 0)] * (x.ndim - 2) + [(1, 1), (1, 1)])
-        return padded[..., 1 - dy: 1 - dy + size, 1 - dx: 1 - dx + size]
-
-    def legal(own: jax.Array, other: jax.Array) -> jax.Array:
-        empty = ~(own | other)
-        found = jnp.zeros_like(own)
-        for dy, dx in [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dy, dx) != (0, 0)]:
-            run = shift(own, dy, dx) & other  # the other side's discs next to one's own, walking away from it
-            for _ in range(size - 3):
-                run = run | (shift(run, dy, dx) & other)
-            found = found | (shift(run, dy, dx) & empty)
-        return found
-
-    mover, opponent = discs[..., 0], discs[..., 1]
-    return jnp.stack([legal(mover, opponent), legal(opponent, mover)], axis=-1).astype(obs.dtype)
+    mover, opponent = bb.from_grid(obs[..., 0] > 0.5), bb.from_grid(obs[..., 1] > 0.5)
+    planes = [bb.to_grid(bb.legal_placements(own, other, size), size)
+              for own, other in ((mover, opponent), (opponent, mover))]
+    return jnp.stack(planes, axis=-1).astype(obs.dtype)
 
 
 def wdl_value(wdl_logits: jax.Array) -> jax.Array:

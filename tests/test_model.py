@@ -105,8 +105,8 @@ def test_parameters_are_a_plain_pytree_usable_under_jit_and_grad():
 
 @pytest.mark.parametrize("size", [4, 6, 8])
 def test_move_planes_are_both_sides_legal_moves_by_the_bitboard_rules(size):
-    """The grid rule inside the network marks the same squares as ``Othello.legal_moves``, for the
-    mover and (the position seen from the other side) for the opponent, along random games."""
+    """The planes the network derives from its disc planes (packed back into bitboards) mark the
+    squares of ``Othello.legal_moves`` for the mover and of the opponent's placements, along random games."""
     from othello_jax.game import bitboard as bb
     from othello_jax.model import legal_move_planes
 

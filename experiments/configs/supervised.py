@@ -20,6 +20,12 @@ from __future__ import annotations
 from ml_collections import ConfigDict
 
 
+def network(preset: str = "", blocks: int = 0, channels: int = 0, value_hidden: int = 0) -> ConfigDict:
+    """The ``network`` section: a preset, then any field > 0 (or non-empty) overrides it."""
+    return ConfigDict(dict(preset=preset, blocks=blocks, channels=channels, value_hidden=value_hidden, dtype="",
+                           move_planes=False))
+
+
 def get_config(variant: str = "") -> ConfigDict:
     c = ConfigDict()
     c.seed = 0
@@ -29,8 +35,7 @@ def get_config(variant: str = "") -> ConfigDict:
         cache_dir="~/.cache/othello-jax",  # where the built dataset is cached as .npz ("" = no cache)
         test_from_year=2015,  # games from this year on are held out for testing
     ))
-    # preset, then any field > 0 (or non-empty) overrides it (as in self-play training configs)
-    c.network = ConfigDict(dict(preset="standard", blocks=0, channels=0, value_hidden=0, dtype="", move_planes=False))
+    c.network = network("standard")
     c.batch_size = 512
     c.total_steps = 20_000
     c.steps_per_call = 100  # gradient steps per compiled call (one lax.scan)
@@ -53,7 +58,7 @@ def get_config(variant: str = "") -> ConfigDict:
     c.checkpoint_keep = 2
 
     if variant == "cpu":
-        c.network = ConfigDict(dict(preset="", blocks=3, channels=32, value_hidden=32, dtype="", move_planes=False))
+        c.network = network(blocks=3, channels=32, value_hidden=32)
         c.batch_size = 256
         c.total_steps = 8_000
         c.steps_per_call = 1
@@ -66,7 +71,7 @@ def get_config(variant: str = "") -> ConfigDict:
         c.max_minutes = 55.0
     elif variant == "labels6":
         c.data.labels = "labels/self.npz,labels/offdist.npz"  # `othello-jax make-labels` files; override
-        c.network = ConfigDict(dict(preset="", blocks=4, channels=32, value_hidden=32, dtype="", move_planes=False))
+        c.network = network(blocks=4, channels=32, value_hidden=32)
         c.batch_size = 256
         c.total_steps = 100_000_000  # no step limit: max_minutes ends the run
         c.steps_per_call = 1
@@ -79,7 +84,7 @@ def get_config(variant: str = "") -> ConfigDict:
         c.eval_every = 1_000
         c.eval_positions = 0  # every held-out position
     elif variant == "test":
-        c.network = ConfigDict(dict(preset="tiny", blocks=0, channels=0, value_hidden=0, dtype="", move_planes=False))
+        c.network = network("tiny")
         c.batch_size = 32
         c.total_steps = 20
         c.steps_per_call = 2

@@ -52,18 +52,16 @@ def perft_levels(state: State, depth: int, game: Othello = Othello(8), chunk: in
     frontier = jax.tree.map(lambda x: np.asarray(x)[None], state)
     counts = []
     for level in range(depth):
-        total = 0
+        total, parts, deepest = 0, [], level == depth - 1
         for block, rows in _blocks(frontier, chunk):
             total += int(np.asarray(_leaf_counts(game, block), np.int64)[:rows].sum())
+            if not deepest:  # the next level's frontier, from the same blocks
+                children, keep = _children(game, block)
+                keep = np.array(keep)
+                keep[rows:] = False
+                keep = keep.reshape(-1)
+                parts.append(jax.tree.map(lambda x: np.asarray(x).reshape((-1,) + x.shape[2:])[keep], children))
         counts.append(total)
-        if level == depth - 1:
-            break
-        parts = []
-        for block, rows in _blocks(frontier, chunk):
-            children, keep = _children(game, block)
-            keep = np.array(keep)
-            keep[rows:] = False
-            keep = keep.reshape(-1)
-            parts.append(jax.tree.map(lambda x: np.asarray(x).reshape((-1,) + x.shape[2:])[keep], children))
-        frontier = jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
+        if not deepest:
+            frontier = jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
     return counts
