@@ -46,6 +46,9 @@ ARMS: dict[str, list[str]] = {
     "host14": ["selfplay.host_exact_empties=14"],
     "host12": ["selfplay.host_exact_empties=12"],
     "host16": ["selfplay.host_exact_empties=16"],
+    # exact policy targets too: uniform over the optimal moves of those positions
+    "hostpol14": ["selfplay.host_exact_empties=14", "selfplay.host_exact_policy=True"],
+    "hostpol16": ["selfplay.host_exact_empties=16", "selfplay.host_exact_policy=True"],
     # both sides' legal moves as two more input planes (derived inside the network from the discs)
     "moves": ["network.move_planes=True"],
     "all_heads": ["network.value_head=wdl", "network.score_head=True", "network.ownership_head=True",
@@ -172,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     available = sorted(os.sched_getaffinity(0)) if pinning else list(range(os.cpu_count() or 1))
     cores = available[: args.cores or len(available)]
     root = Path(args.root)
-    runs = [(arm, seed, root / f"{arm}_s{seed}") for arm in args.arms for seed in args.seeds]
+    # seed-major: the arms of one seed train side by side, in the same window of the machine's speed
+    runs = [(arm, seed, root / f"{arm}_s{seed}") for seed in args.seeds for arm in args.arms]
 
     training = [(train_command(arm, seed, args.minutes, workdir, args.set), workdir / "train.log")
                 for arm, seed, workdir in runs if not (workdir / "trained.json").exists()]

@@ -1,6 +1,8 @@
-"""Exact value targets solved on the host (``selfplay.host_exact_empties``): the rows requested, the
-guarded write-back, the loop (values equal an independent brute-force minimax; a run stopped and
-resumed in the middle equals one never stopped), the settings and the one-line errors.
+"""Exact value (and policy) targets solved on the host (``selfplay.host_exact_empties``,
+``selfplay.host_exact_policy``): the optimal moves the solver names, the rows requested, the
+guarded write-back, the loop (values and optimal moves equal an independent brute-force minimax;
+a run stopped and resumed in the middle equals one never stopped), the settings and the
+one-line errors.
 
 The loop runs use the synthetic self-play of ``tests/synthetic_samples.py`` (random 6x6 games,
 value targets the sign of the current disc difference, so exact labels visibly change them) and
@@ -26,7 +28,7 @@ from othello_jax.errors import InputError
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 from othello_jax.solver import c_solver
-from othello_jax.solver.host import bitboards_u64
+from othello_jax.solver.host import bitboards_u64, exact_signs, exact_signs_and_best
 from othello_jax.training import host_labels, loop, replay
 from othello_jax.training.config import default_config
 from othello_jax.training.iteration import make_mesh
@@ -51,11 +53,12 @@ def popcount(boards: np.ndarray) -> np.ndarray:
 
 def _rows(buffer: replay.ReplayBuffer) -> dict[str, np.ndarray]:
     """A one-lane 6x6 buffer's rows as host arrays: 64-bit boards, empties, the disc difference's
-    sign (the synthetic value target), value, mask."""
+    sign (the synthetic value target), value, policy, mask."""
     data = jax.tree.map(lambda x: np.asarray(x)[0], jax.device_get(buffer.data))
     mover, opponent = bitboards_u64(data.state.mover), bitboards_u64(data.state.opponent)
     return dict(mover=mover, opponent=opponent, empties=36 - popcount(mover) - popcount(opponent),
-                ahead=np.sign(popcount(mover) - popcount(opponent)), value=data.value, mask=data.mask)
+                ahead=np.sign(popcount(mover) - popcount(opponent)), value=data.value, policy=data.policy,
+                mask=data.mask)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -84,6 +87,26 @@ def _random_rows(lanes: int, games: int, plies: int, seed: int) -> Samples:
     samples = Samples(state, np.zeros((len(rows), 37), np.float32), np.zeros(len(rows), np.float32),
                       ~over.astype(bool))
     return jax.tree.map(lambda x: x.reshape((lanes, games * plies) + x.shape[1:]), samples)
+
+
+def test_the_solver_names_every_optimal_move_and_only_those():
+    """``exact_signs_and_best`` against brute-force minimax on random 6x6 positions with 4-9 empty
+    squares: the result's sign, and the squares whose move keeps the position's exact score
+    (ties between several optimal moves included)."""
+    brute, rows = BruteForce(6), _random_rows(1, 40, 32, seed=3)
+    mover, opponent = bitboards_u64(rows.state.mover).ravel(), bitboards_u64(rows.state.opponent).ravel()
+    empties = 36 - popcount(mover) - popcount(opponent)
+    take = np.asarray(rows.mask).ravel() & (empties >= 4) & (empties <= 9)
+    positions = list(dict.fromkeys(zip(mover[take].tolist(), opponent[take].tolist(), strict=True)))
+    got = exact_signs_and_best(6, positions)
+    assert [sign for sign, _ in got] == exact_signs(6, positions)
+    ties = 0
+    for (me, you), (sign, best) in zip(positions, got, strict=True):
+        value = brute.value(me, you)
+        optimal = [sq for sq in brute.moves(me, you) if -brute.value(*brute.child(me, you, sq)) == value]
+        assert (sign, best) == (np.sign(value), sum(1 << sq for sq in optimal)), (me, you)
+        ties += len(optimal) > 1
+    assert len(positions) > 100 and ties > 10
 
 
 def _two_generations(game: Othello, lanes: int, capacity: int):
@@ -115,6 +138,10 @@ def test_requests_name_the_stored_rows_and_the_write_skips_slots_the_ring_reused
     pending = host_labels.Pending.from_requests(asked)
     assert len(pending) == int(np.sum(np.asarray(asked.valid))) > 0
     pending.value = np.where(np.arange(len(pending)) % 2, 1, -1).astype(np.int8)
+    # "optimal moves": the first legal square on odd rows (one move), none on even rows (policy kept)
+    brute = BruteForce(6)
+    first_move = [1 << brute.moves(int(m), int(o))[0] for m, o in zip(pending.mover, pending.opponent, strict=True)]
+    pending.best = np.where(np.arange(len(pending)) % 2, np.asarray(first_move, np.uint64), np.uint64(0))
     again = host_labels.Pending.from_json(json.loads(json.dumps(pending.to_json())))
     assert all(np.array_equal(a, b) for a, b in zip(again.to_json().values(), pending.to_json().values(),
                                                      strict=True))
@@ -124,16 +151,22 @@ def test_requests_name_the_stored_rows_and_the_write_skips_slots_the_ring_reused
     labels, dropped = pending.label_rows(lanes, 16)
     assert dropped == 0
     written, metrics = jax.jit(host_labels.write)(buffer, labels)
-    after = np.asarray(written.data.value)
-    expected = np.asarray(before.value).copy()
-    for lane, slot, mover, opponent, value in zip(pending.lane, pending.slot, pending.mover, pending.opponent,
-                                                  pending.value, strict=True):
+    after, after_policy = np.asarray(written.data.value), np.asarray(written.data.policy)
+    expected, expected_policy = np.asarray(before.value).copy(), np.asarray(before.policy).copy()
+    for lane, slot, mover, opponent, value, best in zip(pending.lane, pending.slot, pending.mover,
+                                                        pending.opponent, pending.value, pending.best, strict=True):
         held = (bitboards_u64(before.state.mover)[lane, slot], bitboards_u64(before.state.opponent)[lane, slot])
         if before.mask[lane, slot] and held == (mover, opponent):
             expected[lane, slot] = value
+            if best:
+                square = int(best).bit_length() - 1  # row * 8 + column -> the 6x6 action
+                expected_policy[lane, slot] = np.eye(37)[square // 8 * 6 + square % 8]
     np.testing.assert_array_equal(after, expected)
+    np.testing.assert_array_equal(after_policy, expected_policy)
     written_count, stale = int(metrics["host_exact/written"]), int(metrics["host_exact/stale"])
     assert written_count + stale == len(pending) and written_count > 0 and stale > 0
+    policies = int(metrics["host_exact/policies"])
+    assert 0 < policies < written_count and policies == int(np.sum(np.any(after_policy != before.policy, axis=-1)))
     per_lane = np.bincount(pending.lane, minlength=lanes)
     assert pending.label_rows(lanes, 2)[1] == int(np.sum(np.maximum(per_lane - 2, 0)))  # rows that do not fit
 
@@ -148,7 +181,7 @@ REAL_COMPILE = TrainProgram.compile
 def host_config(iterations: int = 4):
     config = synthetic_config(steps_per_iteration=1, batch_size=16)
     config.iterations = iterations
-    config.selfplay.update(exact_endgame_empties=ABOVE, host_exact_empties=UPTO)
+    config.selfplay.update(exact_endgame_empties=ABOVE, host_exact_empties=UPTO, host_exact_policy=True)
     config.eval.every = 0
     config.checkpoint.update(every=1000, keep=5)  # saves only at a stop and at the end
     return config
@@ -205,6 +238,7 @@ def test_the_loop_writes_exact_values_and_a_stopped_run_resumes_to_the_same_buff
     records = read_records(straight)
     assert untimed(read_records(stopped)) == untimed(records)
     assert [r["host_exact/written"] for r in records][:2] == [0, 0] and records[2]["host_exact/written"] > 0
+    assert 0 < records[2]["host_exact/policies"] <= records[2]["host_exact/written"]
     assert all(r["host_exact/stale"] == 0 and r["host_exact/dropped"] == 0 for r in records)
     assert all(r["host_exact/solve_s"] >= 0 and r["host_exact/host_wait_s"] >= 0 for r in records)
 
@@ -221,6 +255,18 @@ def test_the_loop_writes_exact_values_and_a_stopped_run_resumes_to_the_same_buff
     assert np.any(exact[labelled & asked] != synthetic[labelled & asked])  # the labels changed something
     others = rows["mask"] & ~(labelled & asked)  # too many or too few empties, or pending
     np.testing.assert_array_equal(rows["value"][others], synthetic[others])
+    # policy targets: uniform over the optimal moves where labelled (kept at a forced pass), else the
+    # synthetic one (all on the first legal action)
+    action, changed = lambda square: square // 8 * 6 + square % 8, 0
+    for row in np.flatnonzero(rows["mask"]):
+        me, you = int(rows["mover"][row]), int(rows["opponent"][row])
+        moves, expected = brute.moves(me, you), np.zeros(37, np.float32)
+        optimal = [sq for sq in moves if -brute.value(*brute.child(me, you, sq)) == brute.value(me, you)] \
+            if labelled[row] and asked[row] else []
+        expected[[action(sq) for sq in optimal] if optimal else [action(moves[0]) if moves else 36]] = 1
+        np.testing.assert_allclose(rows["policy"][row], expected / expected.sum(), err_msg=str(row))
+        changed += bool(optimal) and optimal != moves[:1]
+    assert changed > 0
     in_flight = sorted(s for item in meta[host_labels.META_KEY]["pending"] for s in item["slot"])
     assert in_flight == sorted(np.flatnonzero(asked & ~labelled).tolist())
 
@@ -230,15 +276,16 @@ def test_the_loop_writes_exact_values_and_a_stopped_run_resumes_to_the_same_buff
 # ---------------------------------------------------------------------------------------------
 def test_off_by_default_validated_and_old_configs_read_it_as_off():
     config = default_config()
-    assert config.selfplay.host_exact_empties == 0
+    assert config.selfplay.host_exact_empties == 0 and not config.selfplay.host_exact_policy
     assert not make_train(synthetic_config(), make_mesh(1)).host_exact
     old = config.selfplay.to_dict()
-    del old["host_exact_empties"], old["host_exact_workers"]  # a workdir's config written before the setting
+    del old["host_exact_empties"], old["host_exact_workers"], old["host_exact_policy"]  # written before them
     settings = SelfPlaySettings.from_config(old)
-    assert settings.host_exact_empties == 0 and settings.host_exact_workers == 1
+    assert settings.host_exact_empties == 0 and settings.host_exact_workers == 1 and not settings.host_exact_policy
     for change, message in [(dict(host_exact_empties=-1), "host_exact_empties must be >= 0"),
                             (dict(host_exact_empties=6, exact_endgame_empties=6), "must exceed"),
-                            (dict(host_exact_empties=8, host_exact_workers=0), "host_exact_workers must be >= 1")]:
+                            (dict(host_exact_empties=8, host_exact_workers=0), "host_exact_workers must be >= 1"),
+                            (dict(host_exact_policy=True), "host_exact_policy needs selfplay.host_exact_empties > 0")]:
         bad = default_config()
         bad.selfplay.update(change)
         with pytest.raises(InputError, match=message) as error:

@@ -107,7 +107,8 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
     say = hooks.print_fn if primary else (lambda _: None)
     # exact labels solved on the host (selfplay.host_exact_empties): one process with a C solver only;
     # its solver processes start with the first solve, inside the try below
-    labeller = HostLabeller(program.game, program.lanes, program.host_exact_workers) if program.host_exact else None
+    labeller = (HostLabeller(program.game, program.lanes, program.host_exact_workers, program.host_exact_policy)
+                if program.host_exact else None)
     ckpts = checkpoint.Checkpoints(workdir, keep=int(config.checkpoint.keep))  # probes the workdir first
     state, key, meta = _resume_or_start(config, program, ckpts, workdir, say)
     if labeller is not None:

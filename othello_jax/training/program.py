@@ -107,6 +107,11 @@ class TrainProgram:
         return any(stage.selfplay.host_exact_empties for stage in self.stage_configs)
 
     @property
+    def host_exact_policy(self) -> bool:
+        """Whether any stage's host labels name the optimal moves (``selfplay.host_exact_policy``)."""
+        return any(stage.selfplay.host_exact_policy for stage in self.stage_configs)
+
+    @property
     def host_exact_workers(self) -> int:
         """Solver processes for the host labels: the most any stage asks for (one pool per run)."""
         return max(stage.selfplay.host_exact_workers for stage in self.stage_configs)

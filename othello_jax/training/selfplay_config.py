@@ -35,6 +35,9 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
     # the replay buffer two iterations later (othello_jax/training/host_labels.py); one process only
     c.host_exact_empties = 0
     c.host_exact_workers = 1  # solver processes for host_exact_empties (1: in the training process)
+    # with host_exact_empties: the policy targets of those positions become uniform over their
+    # optimal moves (exact disc margin), solved with the values (about 2-6x their cost)
+    c.host_exact_policy = False
     c.harvest = ml_collections.ConfigDict(dict(
         per_tree=0,  # extra positions taken from each search tree (OLIVAW); 0 = off
         min_visits=4,  # a node needs at least this many visits to be harvested
@@ -56,7 +59,7 @@ Config = Mapping[str, Any] | ml_collections.ConfigDict
 
 # settings added after runs were written: a config without them (an old workdir's) reads them at
 # their defaults, which leave self-play as it was
-ADDED_SETTINGS = ("host_exact_empties", "host_exact_workers")
+ADDED_SETTINGS = ("host_exact_empties", "host_exact_workers", "host_exact_policy")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +115,7 @@ class SelfPlaySettings:
     exact_endgame_empties: int
     host_exact_empties: int
     host_exact_workers: int
+    host_exact_policy: bool
     harvest: HarvestSettings
     resign: ResignSettings
     final_board: bool
@@ -137,6 +141,8 @@ class SelfPlaySettings:
              f"selfplay.host_exact_empties={s.host_exact_empties} must exceed selfplay.exact_endgame_empties="
              f"{s.exact_endgame_empties} (those positions are solved in self-play already) or be 0 (off)")
         need(s.host_exact_workers >= 1, f"selfplay.host_exact_workers must be >= 1, got {s.host_exact_workers}")
+        need(not s.host_exact_policy or s.host_exact_empties > 0,
+             "selfplay.host_exact_policy needs selfplay.host_exact_empties > 0 (the positions it labels)")
         return s
 
 
