@@ -7,6 +7,7 @@
 # A smoke run: ITERATIONS=1 GAMES=2 SIMS=2 bash scripts/quickstart.sh trains 1 iteration
 # (`--config.iterations`) and plays every evaluation, the run's own included, with GAMES games
 # of SIMS simulations (a few minutes); SKIP_INSTALL=1 uses ./.venv as it is (no pip).
+# TRAIN_ARGS adds `othello-jax train` flags (e.g. TRAIN_ARGS="--config.seed=3"; split at spaces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -19,6 +20,8 @@ train_args=()
 if [ -n "$ITERATIONS" ]; then  # a shortened run: its evaluations as short as the ones below
   train_args=(--config.iterations="$ITERATIONS" --config.eval.games="$GAMES" --config.eval.num_simulations="$SIMS")
 fi
+read -r -a extra_args <<< "${TRAIN_ARGS:-}"
+train_args+=(${extra_args[@]+"${extra_args[@]}"})
 
 if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv

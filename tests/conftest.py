@@ -96,14 +96,14 @@ def optimized_compilation(request):
 LONGEST_FIRST = (
     "test_quickstart_then_export_and_analyze_its_network",
     "test_sigterm_resume_and_extension_equal_the_uninterrupted_run",
-    "test_two_processes_train_like_one_stop_together_resume_and_their_checkpoint_restores_in_one",
-    "test_three_kills_resume_to_the_uninterrupted_run_on_two_devices",
     "test_stages_reach_search_gating_and_checkpoints_in_the_loop",
     "test_the_minutes_clock_resumes_finishes_and_its_schedule_never_moves_back",
     "test_train_with_the_readme_flags_then_the_elo_ladder",
     "test_supervised_training_then_accuracy",
     "test_jax_solver_matches_brute_force",
     "test_the_search_benchmark_prints_its_ratios_after_checking_equal_trees",
+    "test_a_tiny_run_with_every_option_logs_the_new_terms_and_checkpoints",
+    "test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled_matches",
 )
 
 

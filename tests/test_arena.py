@@ -42,6 +42,7 @@ def test_greedy_beats_random():
     assert summary.mean_disc_diff > 0
 
 
+@pytest.mark.slow  # a strength check (100 games on 8x8); tests/test_agents.py checks alpha-beta against minimax
 def test_alphabeta_depth3_beats_greedy(shared_data):
     game = Othello(8)
     xot = openings.load_openings(shared_data / "xot" / "openingslarge.txt", game)
@@ -51,6 +52,7 @@ def test_alphabeta_depth3_beats_greedy(shared_data):
     assert summary.mean_disc_diff > 10
 
 
+@pytest.mark.slow  # a strength check (64 games); the search itself is checked against mctx (test_search_engine)
 def test_rollout_mcts_with_more_simulations_beats_fewer():
     game = Othello(4)
     lines = openings.balanced_openings(game, 32, 2, jax.random.PRNGKey(0))

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # ~1.5-2.5 minutes on 2 cores; CI keeps the SIGTERM resume tests on the same layout
 def test_three_kills_resume_to_the_uninterrupted_run_on_two_devices(tmp_path):
     result = subprocess.run([sys.executable, "-m", "experiments.chaos_resume", "--kills=3", "--seed=0", "--devices=2",
                              f"--workdir={tmp_path}"], cwd=REPO, capture_output=True, text=True, timeout=1500)

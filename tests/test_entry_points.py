@@ -85,15 +85,16 @@ def expected_devices(config_name: str) -> str:
 def test_quickstart_then_export_and_analyze_its_network(tmp_path):
     """`ITERATIONS=1 GAMES=2 SIMS=2 bash scripts/quickstart.sh`: `othello-jax train` of othello6_cpu,
     `plot`, and `eval` against the three baselines; then `export-network` of the run and `analyze`
-    with the file."""
+    with the file. TRAIN_ARGS (overrides only) makes the one iteration small and skips the run's own
+    evaluation (tests/test_train.py checks it in the loop), to keep CI inside its budget."""
     assert Path(REPO / ".venv" / "bin" / "othello-jax").exists(), "scripts/quickstart.sh runs ./.venv/bin/othello-jax"
     workdir = tmp_path / "othello6_cpu"
+    small = "--config.selfplay.num_games=16 --config.train.batch_size=64 --config.train.steps_per_iteration=2"
     out = run(["bash", "scripts/quickstart.sh"], timeout=1500, SKIP_INSTALL="1", ITERATIONS="1", GAMES="2",
-              SIMS="2", WORKDIR=str(workdir))
+              SIMS="2", WORKDIR=str(workdir), TRAIN_ARGS=f"{small} --config.eval.every=0")
     assert re.search(rf"^training {re.escape(str(workdir))}: 6x6, {expected_devices('othello6_cpu')} device\(s\)",
                      out, re.M), out[-3000:]
-    assert re.search(r"^\[1/1\] \| loss .* \| eval: random \d\.\d\d greedy \d\.\d\d alphabeta:depth=3 \d\.\d\d$",
-                     out, re.M), out[-3000:]
+    assert re.search(r"^\[1/1\] \| loss .* elapsed", out, re.M), out[-3000:]
     assert (workdir / "curves.png").stat().st_size > 0 and f"wrote {workdir / 'curves.png'}" in out
     assert re.findall(r"^net:ckpt=\S+,sims=2  vs  (\S+)$", out, re.M) == ["random", "greedy", "alphabeta:depth=3"]
     assert len(re.findall(r"^  score      [01]\.\d{3} ", out, re.M)) == 3, out[-3000:]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -355,3 +356,22 @@ def test_two_devices_label_both_lanes(tmp_path):
                           timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1].startswith("ok ")
+
+
+def test_the_label_cost_benchmark_times_every_method_and_checks_the_optimal_moves(tmp_path, capsys):
+    """``python -m experiments.bench_labels`` on a small labels file: one row per band, and the
+    policy labels agree with the optimal moves of every move's exact value (the script checks)."""
+    from experiments import bench_labels
+
+    rows = _random_rows(1, 6, 32, seed=4)
+    mover, opponent = bitboards_u64(rows.state.mover).ravel(), bitboards_u64(rows.state.opponent).ravel()
+    live = np.asarray(rows.mask).ravel()
+    path = tmp_path / "labels.npz"
+    np.savez(path, size=np.int32(6), mover=mover[live], opponent=opponent[live],
+             empties=(36 - popcount(mover) - popcount(opponent))[live].astype(np.int8))
+    assert bench_labels.main(["--labels", str(path), "--bands", "5-8,9-12", "--per-band", "6"]) == 0
+    out = capsys.readouterr().out
+    for band in ("5-8", "9-12"):
+        assert re.search(rf"^ +{band} +6( +\d+\.\d\d){{4}}$", out, re.M), out
+    assert "optimal move sets agree" in out
+    assert bench_labels.main(["--labels", str(tmp_path / "missing.npz")]) == 2

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import pytest
 
 from othello_jax import checkpoint
 from othello_jax.commands.train import parse
@@ -68,6 +69,7 @@ def records(workdir: Path) -> list[dict]:
     return [{k: v for k, v in json.loads(line).items() if not k.endswith(TIMING)} for line in lines]
 
 
+@pytest.mark.slow  # ~1.5-3 minutes on 2 cores (three JAX programs compiled); run with -m ""
 def test_two_processes_train_like_one_stop_together_resume_and_their_checkpoint_restores_in_one(tmp_path):
     port = free_port()
     pair = [train(tmp_path / "two", 1, 300, (index, 2, port)) for index in (0, 1)]

@@ -44,13 +44,18 @@ def finish(start: Start, codes: tuple[int, ...] = (0,), timeout: float = 600) ->
     return out
 
 
-def stop_after(start: Start, pattern: str, timeout: float = 600, codes: tuple[int, ...] = (75,)) -> str:
-    """SIGTERM ``start`` once a line matching ``pattern`` is printed; its output once it exits (one of ``codes``)."""
+def wait_for(start: Start, pattern: str, timeout: float = 600) -> None:
+    """Return once ``start`` has printed a line matching ``pattern`` (it must still be running)."""
     deadline = time.monotonic() + timeout
     while not any(re.match(pattern, line) for line in list(start.lines)):
-        assert start.running(), "the run ended before it was signalled:\n" + "\n".join(start.lines[-30:])
+        assert start.running(), f"the run ended before printing {pattern!r}:\n" + "\n".join(start.lines[-30:])
         assert time.monotonic() < deadline, f"no line matching {pattern!r} within {timeout}s"
         time.sleep(0.01)
+
+
+def stop_after(start: Start, pattern: str, timeout: float = 600, codes: tuple[int, ...] = (75,)) -> str:
+    """SIGTERM ``start`` once a line matching ``pattern`` is printed; its output once it exits (one of ``codes``)."""
+    wait_for(start, pattern, timeout)
     start.proc.send_signal(signal.SIGTERM)
     return finish(start, codes, timeout)
 
@@ -84,9 +89,10 @@ def test_sigterm_resume_and_extension_equal_the_uninterrupted_run(tmp_path, cach
               "--config.gating.games=2"] if layout == "2 cores" else []
     args, longer = [*TINY, *extras, "--config.iterations=5"], [*TINY, *extras, "--config.iterations=6"]
     resumed, straight = tmp_path / "resumed", tmp_path / "straight"
+    interrupted = Start(resumed, cache, args, **where)
+    wait_for(interrupted, r"compiled stage 0")  # in the cache now: the reference loads it instead of compiling
     reference = Start(straight, cache, longer, **where)  # beside the interrupted run
-
-    out = stop_after(Start(resumed, cache, args, **where), r"\[2/5\]")
+    out = stop_after(interrupted, r"\[2/5\]")
     devices = where.get("devices") or where["cores"]  # one device per core when none are named
     assert f"{devices} device(s), {devices} lane(s)" in out, out
     stopped = int(re.search(r"stopped by SIGTERM after iteration (\d) of 5", out).group(1))

@@ -64,6 +64,7 @@ def test_batch_norm_statistics_are_learned_and_actor_follows(trained):
     assert all(jax.tree.leaves(same))
 
 
+@pytest.mark.slow  # test_stages_reach_search_gating_and_checkpoints_in_the_loop checks a failed gate keeps the actor
 def test_gating_keeps_the_champion_as_actor():
     config = synthetic_config()
     config.gating.enabled = True
