@@ -101,7 +101,6 @@ LONGEST_FIRST = (
     "test_train_with_the_readme_flags_then_the_elo_ladder",
     "test_supervised_training_then_accuracy",
     "test_jax_solver_matches_brute_force",
-    "test_the_search_benchmark_prints_its_ratios_after_checking_equal_trees",
     "test_a_tiny_run_with_every_option_logs_the_new_terms_and_checkpoints",
     "test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled_matches",
 )

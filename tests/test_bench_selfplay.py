@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from experiments import bench_selfplay
 
 
+@pytest.mark.slow  # ~1 minute (five search variants compiled); the trees are checked in CI by test_search_engine
 def test_the_search_benchmark_prints_its_ratios_after_checking_equal_trees(capsys):
     """A tiny run (B=16, 4 simulations, 10-ply roots): (a), (b) and (e) built equal trees (the
     script asserts it) and every ratio line parses as a positive number."""

@@ -405,6 +405,7 @@ VALUES = st.one_of(
 @example([("iterations", LONG_DIGITS)])
 @example([("network", "5")])
 @example([("eval.every", "1"), ("eval.opponents", "gtp:cmd='unbalanced")])
+@example([("optimizer.boundaries", "nan")])  # once an int() error from the settings reader
 def test_train_overrides_parse_or_fail_cleanly(offline_builders, overrides):
     argv = [f"--config={TINY_CONFIG}", "--workdir=/nonexistent/fuzz"] + [f"--config.{k}={v}" for k, v in overrides]
     parsed = expect_clean(lambda: train_command.parse(argv))

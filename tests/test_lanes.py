@@ -49,7 +49,8 @@ def while_predicates(jaxpr, found=None) -> list[tuple[int, ...]]:
     return found
 
 
-@pytest.mark.parametrize("variant", ["gumbel", "puct"])
+# the folding does not depend on the search variant: PUCT only with -m "" (slow), to keep CI short
+@pytest.mark.parametrize("variant", ["gumbel", pytest.param("puct", marks=pytest.mark.slow)])
 def test_folded_lanes_play_each_lane_as_alone(variant):
     apply_fn, variables, config, search_c = setup(variant)
     keys, resign = lane_inputs()

@@ -45,6 +45,7 @@ def test_packaged_file_shape_and_spread(packaged):
     assert len(keys) == len(packaged)
 
 
+@pytest.mark.slow  # ~40 s: 2000 games and a re-solve; the packaged file changes only when remade
 def test_packaged_values_are_a_remake(packaged):
     """The stored positions at 12 empties are the first informative candidates of the seeded
     games, and re-solving them (with the JAX solver, independent of the C one) gives the file."""

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import ml_collections
 
-from othello_jax.errors import need
+from othello_jax.errors import InputError, need
 from othello_jax.search.tree import TREE_UPDATES
 from othello_jax.search.variants import ENGINES, VARIANTS
 
@@ -108,14 +108,19 @@ def read_record(cls: type[Record], config: Mapping[str, Any] | ml_collections.Co
                 **given: Any) -> Record:
     """The dataclass ``cls`` with each field read from the config section ``config`` and converted
     to its annotated type, except those ``given`` (nested records, values resolved elsewhere).
-    A field the section lacks is a one-line ``InputError`` naming it: defaults live in the
-    config's defaults only. The one reader of every settings record (search, self-play, training)."""
+    A field the section lacks, or a value that does not convert (``'nan'`` for an integer), is a
+    one-line ``InputError`` naming it: defaults live in the config's defaults only. The one reader
+    of every settings record (search, self-play, training)."""
     values = dict(given)
     for field in dataclasses.fields(cls):
         if field.name in values:
             continue
         need(field.name in config, f"config has no setting {section}.{field.name} (start from default_config())")
-        values[field.name] = _CASTS[str(field.type)](config[field.name])
+        kind, value = str(field.type), config[field.name]
+        try:
+            values[field.name] = _CASTS[kind](value)
+        except (TypeError, ValueError, OverflowError):
+            raise InputError(f"{section}.{field.name} must be {kind}, got {value!r}") from None
     return cls(**values)
 
 
