@@ -33,7 +33,7 @@ echo "== architecture contract (lint-imports) and lint (ruff)"
 echo "== test suite (newest versions), all but the tests marked slow"
 # Tests marked slow (FFO #45-49, the 2048-game search, the notebooks, resume on 8 devices, the chaos
 # kills, two-process training, two arena strength checks, the search benchmark, the test set's
-# remake) are left out here to keep CI inside 30 minutes on a 2-core machine; the notebooks still
+# remake, the stages-and-gating loop) are left out here to keep CI inside 30 minutes on a 2-core machine; the notebooks still
 # run in the Colab leg below.
 # `bash scripts/test.sh -m ""` runs every test (a later -m wins).
 .venv/bin/python -c "import jax, flax, mctx; print('jax', jax.__version__, 'flax', flax.__version__, 'mctx', mctx.__version__)"

@@ -96,7 +96,6 @@ def optimized_compilation(request):
 LONGEST_FIRST = (
     "test_quickstart_then_export_and_analyze_its_network",
     "test_sigterm_resume_and_extension_equal_the_uninterrupted_run",
-    "test_stages_reach_search_gating_and_checkpoints_in_the_loop",
     "test_the_minutes_clock_resumes_finishes_and_its_schedule_never_moves_back",
     "test_train_with_the_readme_flags_then_the_elo_ladder",
     "test_supervised_training_then_accuracy",

@@ -64,7 +64,7 @@ def test_batch_norm_statistics_are_learned_and_actor_follows(trained):
     assert all(jax.tree.leaves(same))
 
 
-@pytest.mark.slow  # test_stages_reach_search_gating_and_checkpoints_in_the_loop checks a failed gate keeps the actor
+@pytest.mark.slow  # as test_stages_reach_search_gating_and_checkpoints_in_the_loop: a failed gate keeps the actor
 def test_gating_keeps_the_champion_as_actor():
     config = synthetic_config()
     config.gating.enabled = True
@@ -320,6 +320,7 @@ def test_stage_settings_that_shape_the_state_are_refused_before_training():
         make_train(config, train.make_mesh(1))
 
 
+@pytest.mark.slow  # ~1-1.5 minutes; in CI the 2-core resume test runs a stage change and gates through the CLI
 def test_stages_reach_search_gating_and_checkpoints_in_the_loop(tmp_path):
     from othello_jax.training import loop
     from othello_jax.training.metrics import read_records
