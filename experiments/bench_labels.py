@@ -24,10 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from othello_jax.game import bitboard as bb
 from othello_jax.solver import c_solver
-from othello_jax.solver.cache import child
 from othello_jax.solver.host import exact_signs, exact_signs_and_best
+from othello_jax.solver.solved_moves import c_move_values
 
 
 def _score(size: int, positions: Sequence[tuple[int, int]]) -> list[int]:
@@ -36,14 +35,11 @@ def _score(size: int, positions: Sequence[tuple[int, int]]) -> list[int]:
 
 
 def _every_move(size: int, positions: Sequence[tuple[int, int]]) -> list[int]:
-    """The mask of the best moves from every move's exact value."""
-    solver, lib, board = c_solver.solver_for(size), c_solver.library(), bb.board_mask_int(size)
+    """The mask of the best moves from every move's exact value (make-labels' :func:`c_move_values`)."""
     out = []
-    for mover, opponent in positions:
-        values = {sq: -solver.solve(*child(mover, opponent, sq))[0] for sq in range(64)
-                  if lib.oj_legal(mover, opponent, board) >> sq & 1}
-        best = max(values.values(), default=None)
-        out.append(sum(1 << sq for sq, v in values.items() if v == best))
+    for found, _ in c_move_values(size, positions):
+        best = max((value for _, value in found), default=None)
+        out.append(sum(1 << square for square, value in found if value == best))
     return out
 
 

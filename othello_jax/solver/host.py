@@ -106,9 +106,9 @@ def exact_signs_and_best(size: int, positions: Sequence[tuple[int, int]]) -> lis
 
     The score ``v`` is solved with the full window; each placement is then only tested against
     it with the null window around ``-v`` (a child scores at least ``-v`` for its mover, exactly
-    ``-v`` when the move is optimal): half the cost of solving every move exactly, 2-8x a sign
-    solve's (6x6, 13-16 empties: 1.9-7.1 ms against 0.2-1.1 ms; experiments/RESULTS.md). Plain
-    integers in and out, for worker processes.
+    ``-v`` when the move is optimal): 2.4-2.8x cheaper than solving every move exactly, 4-5x a
+    sign solve's (6x6, 13-16 empties: 1.2-6.2 ms against 0.3-1.3 ms; ``experiments.bench_labels``
+    in experiments/RESULTS.md). Plain integers in and out, for worker processes.
     """
     solver, lib = c_solver.solver_for(size), c_solver.library()
     board = bb.board_mask_int(size)

@@ -82,7 +82,7 @@ def to_states(testset: TestSet) -> State:
                        jnp.asarray(testset.passed), jnp.asarray(testset.ply))
 
 
-def _c_move_values(size: int, positions: Sequence[tuple[int, int]]) -> list[tuple[list[tuple[int, int]], float]]:
+def c_move_values(size: int, positions: Sequence[tuple[int, int]]) -> list[tuple[list[tuple[int, int]], float]]:
     """((square, exact value) of every placement, solver CPU seconds) of each (mover, opponent)
     position, C solver.
 
@@ -154,9 +154,9 @@ def solve_moves(states: State, game: Othello, backend: str = "auto", pool: Execu
         workers = workers if pool is not None else 1
         chunks = [[pairs[row] for row in todo[i::workers]] for i in range(workers)]
         if pool is not None:
-            solved = list(pool.map(_c_move_values, [game.size] * workers, chunks))
+            solved = list(pool.map(c_move_values, [game.size] * workers, chunks))
         else:
-            solved = [_c_move_values(game.size, chunks[0])]
+            solved = [c_move_values(game.size, chunks[0])]
         for start, rows in enumerate(solved):
             for offset, (found, cpu) in enumerate(rows):
                 row = todo[start + offset * workers]
