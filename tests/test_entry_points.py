@@ -32,8 +32,8 @@ Left out, and why:
   benchmark at its full size: only their shortened runs are here;
 - `scripts/quickstart.sh`'s pip install (SKIP_INSTALL=1): the test session's ./.venv is that
   installation, and scripts/test.sh runs the same install;
-- resuming or extending a run (the quickstart run again): tests/test_preemption.py,
-  tests/test_chaos_resume.py and tests/test_cores.py (resuming on two devices is being fixed);
+- resuming or extending a run (the quickstart run again): tests/test_resume.py (stopped,
+  resumed and extended on the users' two-core layout, on both clocks) and tests/test_preemption.py;
 - marked slow (minutes each on 2 cores; `bash scripts/test.sh -m ""` runs them):
   `python -m experiments.bench_cores` (compiles the quickstart config twice, one and two devices).
 """

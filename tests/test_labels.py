@@ -4,6 +4,8 @@ reused, self-play positions from the agent, scoring with the test-set scorer, on
 
 from __future__ import annotations
 
+import re
+
 import jax
 import numpy as np
 import pytest
@@ -104,6 +106,11 @@ def test_command_and_bad_options(capsys, tmp_path):
                      f"--cache={tmp_path}"]) == 0
     printed = capsys.readouterr().out
     assert "2 positions" in printed and "CPU s/pos" in printed and len(labels_lib.load(out)) == 2
+    # `othello-jax testset --file` on it: its 8-empty positions get a band of their own in the table
+    assert cli.main(["testset", "--agent=random", f"--file={out}"]) == 0
+    table = capsys.readouterr().out
+    every = re.search(r"^ +all +(\d+) ", table, re.M)
+    assert every and re.search(rf"^ +11-8 +{every.group(1)} ", table, re.M), table
     for options in (["--per-band=8-12"], ["--per-band=8-12:x"], ["--per-band=12-8:4"], ["--per-band=8-12:4,10-14:4"],
                     ["--per-band=8-40:4"], ["--source=selfplay"], ["--source=nets"], ["--workers=0"],
                     ["--source=selfplay:bogus"]):

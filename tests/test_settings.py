@@ -4,6 +4,8 @@ one one-line error per impossible setting, a record per schedule stage."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,7 @@ from othello_jax.training.settings import (
     resolve_stages,
 )
 
+REPO = Path(__file__).resolve().parents[1]
 SECTIONS = ("distributed", "replay", "train", "loss", "optimizer", "eval", "gating", "checkpoint")
 
 
@@ -163,3 +166,17 @@ def test_supervised_learning_has_its_own_records():
     config.optimizer.name = "lion"
     with pytest.raises(InputError, match="unknown optimizer 'lion'"):
         supervised.resolve(config)
+
+
+TRAINING_CONFIGS = sorted(path.stem for path in (REPO / "experiments" / "configs").glob("*.py")
+                          if path.stem not in ("__init__", "supervised"))
+
+
+@pytest.mark.parametrize("name", TRAINING_CONFIGS)
+def test_every_shipped_training_config_passes_its_checks(name):
+    """What `othello-jax train --config=experiments/configs/NAME.py` checks before it compiles:
+    a shipped config that fails would cost its user a one-line error at the start of every run."""
+    config = importlib.import_module(f"experiments.configs.{name}").get_config()
+    check_config(config)
+    _, settings = resolve_stages(config)
+    assert settings[0].board_size == config.board_size and settings[0].iterations == config.iterations

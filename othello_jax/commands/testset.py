@@ -6,7 +6,8 @@
 
 The agent picks a move in every test position (one batched call, no solving): the share of
 optimal moves (95% Wilson interval) and the mean disc loss per move (95% normal interval),
-by band of empty squares. Positions with one legal move, or whose moves all have the same
+by band of empty squares (the packaged set's three, and more for a file with positions
+outside 12-24 empties). Positions with one legal move, or whose moves all have the same
 value, do not count. Make the file with `othello-jax make-testset`.
 """
 
@@ -20,7 +21,7 @@ import jax
 from othello_jax.commands import agent_options
 from othello_jax.commands.command import add_json_flag, failure, make_parser, print_json
 from othello_jax.errors import InputError
-from othello_jax.evaluation.perfect_set import score_agent
+from othello_jax.evaluation.perfect_set import bands_covering, score_agent
 from othello_jax.game import Othello
 from othello_jax.solver import solved_moves as ts
 from othello_jax.solver.move_checks import format_bands
@@ -57,7 +58,7 @@ def main(argv: list[str]) -> int:
     act = jax.jit(agent.act) if getattr(agent, "jittable", True) else agent.act
     begin = time.perf_counter()
     try:
-        report = score_agent(act, testset, jax.random.key(args.seed), args.batch)
+        report = score_agent(act, testset, jax.random.key(args.seed), args.batch, bands_covering(testset.empties))
     except InputError as error:  # e.g. an external engine that failed
         return fail(str(error))
     seconds = time.perf_counter() - begin

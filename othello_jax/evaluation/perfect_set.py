@@ -29,6 +29,16 @@ from othello_jax.solver.move_checks import BandReport, MoveChecks, summarize_ban
 
 DEFAULT_LOW, DEFAULT_HIGH, DEFAULT_COUNT = 12, 24, 500
 TESTSET_BANDS = ((24, 21), (20, 17), (16, 12))
+
+
+def bands_covering(empties: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """The test set's bands, plus 11-8, 7-1 or 36-25 where a file (``--file``, labelled sets
+    from ``make-labels``) has positions outside 12-24 empties, so no position is left out of
+    the table."""
+    empties = np.asarray(empties)
+    above = ((36, 25),) if (empties > 24).any() else ()
+    below = tuple((high, low) for high, low in ((11, 8), (7, 1)) if ((empties <= high) & (empties >= low)).any())
+    return above + TESTSET_BANDS + below
 # relative share of positions per number of empties above 20: solving grows ~3x per empty
 _TOP_WEIGHTS = {21: 0.8, 22: 0.6, 23: 0.4, 24: 0.4}
 
