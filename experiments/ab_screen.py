@@ -51,6 +51,10 @@ ARMS: dict[str, list[str]] = {
     "hostpol16": ["selfplay.host_exact_empties=16", "selfplay.host_exact_policy=True"],
     # both sides' legal moves as two more input planes (derived inside the network from the discs)
     "moves": ["network.move_planes=True"],
+    # each game opens with 0..R uniformly random moves (not recorded): positions beyond the
+    # network's own narrow opening book, as the evaluations' random openings reach
+    "random6": ["selfplay.random_plies=6"],
+    "random10": ["selfplay.random_plies=10"],
     "all_heads": ["network.value_head=wdl", "network.score_head=True", "network.ownership_head=True",
                   "network.global_pool=True"],
 }

@@ -28,6 +28,7 @@ def setup(variant="gumbel"):
     config = main_config()
     config.num_games = PER_LANE
     config.harvest.per_tree = 1
+    config.random_plies = 2  # the random opening moves are drawn per lane too
     return apply_fn, init_variables(net, jax.random.key(0), GAME.size), config, search_config(variant)
 
 

@@ -122,6 +122,44 @@ def test_openings_start_the_games():
         selfplay.openings_from_transcripts(["a1"], GAME)  # illegal first move
 
 
+def reachable(game: Othello, plies: int) -> dict[int, set[bytes]]:
+    """Every position reachable from the start in exactly ``d`` plies, by brute force (d <= plies)."""
+    step = jax.jit(game.step)
+    key = lambda s: b"".join(np.asarray(leaf).tobytes() for leaf in jax.tree.leaves(s))
+    level, found = [game.init()], {0: {key(game.init())}}
+    for depth in range(1, plies + 1):
+        level = [step(s, jnp.int32(a)) for s in level for a in np.flatnonzero(np.asarray(game.legal_moves(s)))]
+        found[depth] = {key(s) for s in level}
+    return found
+
+
+def test_random_plies_start_each_game_after_its_own_number_of_random_moves():
+    """``selfplay.random_plies=R``: every game's first recorded position is one the rules reach
+    in exactly its ply count of moves, k in 0..R per game, both ends and the middle drawn; the
+    games are recorded from there as usual (legal, outcomes replayed in the first test)."""
+    most, games = 3, 256
+    start = jax.tree.map(lambda x: jnp.broadcast_to(x, (games,) + x.shape), GAME.init())
+    after = jax.tree.map(np.asarray, jax.jit(lambda k: selfplay.random_prefix(GAME, start, most, k))(jax.random.key(5)))
+    found = reachable(GAME, most)
+    key = lambda b: b"".join(np.asarray(leaf[b]).tobytes() for leaf in jax.tree.leaves(after))
+    plies = after.ply
+    assert set(plies.tolist()) == set(range(most + 1))
+    assert all(key(b) in found[int(plies[b])] for b in range(games))
+    assert len({key(b) for b in range(games) if plies[b] == most}) > len(found[1])  # varied, not one line
+    # in self-play: the first recorded position of every game is after its random moves
+    config = main_config()
+    config.update(random_plies=most, harvest=dict(per_tree=0), resign=dict(enabled=False))
+    apply_fn, variables = tiny_net(GAME.size)
+    out, stats, _ = jax.device_get(jax.jit(lambda k: play_one_lane(
+        config, search_config(), apply_fn, variables, k, selfplay.initial_resign_state(
+            selfplay.SelfPlaySettings.from_config(config))))(jax.random.key(1)))
+    first = jax.tree.map(lambda x: x[0], out.samples.state)
+    assert set(np.asarray(first.ply).tolist()) == set(range(most + 1))
+    keys = [b"".join(np.asarray(leaf[b]).tobytes() for leaf in jax.tree.leaves(first)) for b in range(BATCH)]
+    assert all(k in found[int(first.ply[b])] for b, k in enumerate(keys))
+    assert out.samples.mask[0].all() and stats.positions == out.samples.mask.sum()
+
+
 def test_harvested_positions_have_valid_targets():
     out, stats, _ = played(NEVER)
     h = out.harvested
@@ -257,6 +295,10 @@ def test_bad_config_values_fail_with_one_line():
     c = selfplay.default_selfplay_config()
     c.value_target = "td"
     with pytest.raises(ValueError, match="unknown selfplay.value_target 'td'; choose from z, q, zq, lambda"):
+        selfplay.check_selfplay_config(c)
+    c = selfplay.default_selfplay_config()
+    c.random_plies = -1
+    with pytest.raises(ValueError, match="selfplay.random_plies must be >= 0"):
         selfplay.check_selfplay_config(c)
     c = selfplay.default_selfplay_config()
     c.resign.playout_fraction = 1.5

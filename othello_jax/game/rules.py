@@ -135,8 +135,12 @@ class Othello:
 
         Much cheaper than sampling from the (N*N+1)-wide mask: one random word per game.
         """
+        return self.legal_action_of_bits(state, jax.random.bits(key, state.ply.shape, jnp.uint32))
+
+    def legal_action_of_bits(self, state: State, bits: jax.Array) -> jax.Array:
+        """The legal action that one random uint32 word per game picks (uniform up to 2**-32; pass
+        when no placement): :meth:`random_legal_action` with the draw made by the caller."""
         count = bb.popcount(state.legal)
-        bits = jax.random.bits(key, count.shape, jnp.uint32)
         k = (bits % jnp.maximum(count, 1).astype(jnp.uint32)).astype(jnp.int32)
         square = jnp.where(count > 0, bb.select_square(state.legal, k), 64)
         return self.action_of_square(square)

@@ -63,7 +63,7 @@ __all__ = [
     "VALUE_TARGETS", "HarvestSettings", "ResignSettings", "ResignState", "SelfPlayOutput", "SelfPlaySettings",
     "SelfPlayStats", "check_selfplay_config", "default_selfplay_config", "false_positive_counts", "harvest",
     "initial_resign_state", "lambda_returns", "lane_resign_states", "num_plies", "openings_from_transcripts",
-    "play_games", "play_openings", "update_resign_state", "value_targets", "with_exact_values",
+    "play_games", "play_openings", "random_prefix", "update_resign_state", "value_targets", "with_exact_values",
 ]
 
 
@@ -303,6 +303,26 @@ def _start(game: Othello, batch: int, openings: jax.Array | None, key: jax.Array
     return play_openings(game, openings, index)
 
 
+def random_prefix(game: Othello, state: State, most: int, key: jax.Array) -> State:
+    """Each game after ``k`` more uniformly random legal moves, ``k`` drawn per game from ``0..most``.
+
+    ``key`` is one key or ``[L]`` lane keys (each lane draws for its own games). A finished game
+    stays as it is. The moves are not recorded: self-play starts from the positions reached.
+    """
+    batch = state.ply.shape[0]
+    count_key, move_key = search_keys.split(key, 2)
+    moves = search_keys.draw(lambda k, s: jax.random.randint(k, s, 0, most + 1), count_key, (batch,))
+
+    def ply(current: State, inputs: tuple[jax.Array, jax.Array]) -> tuple[State, None]:
+        index, step_key = inputs
+        bits = search_keys.draw(lambda k, s: jax.random.bits(k, s, jnp.uint32), step_key, (batch,))
+        nxt = game.step(current, game.legal_action_of_bits(current, bits))
+        return jax.tree.map(lambda a, b: jnp.where(index < moves, a, b), nxt, current), None
+
+    final, _ = jax.lax.scan(ply, state, (jnp.arange(most), search_keys.split(move_key, most)))
+    return final
+
+
 def _record(settings: SelfPlaySettings, search: SearchSettings, game: Othello, apply_fn: ApplyFn, variables: Any,
             may_resign: jax.Array | None):
     """The scan body: search every game, play (or resign) one move, record the ply.
@@ -446,6 +466,8 @@ def play_games(settings: SelfPlaySettings, search: SearchSettings, game: Othello
     batch = lanes * settings.num_games
     key, open_key, playout_key = search_keys.split(keys[0] if lanes == 1 else keys, 3)
     start = _start(game, batch, openings, open_key)
+    if settings.random_plies:  # off: the key stream stays as it was
+        start = random_prefix(game, start, settings.random_plies, search_keys.split(open_key, 2)[1])
     may_resign = playout = None
     if settings.resign.enabled:  # played-out games never resign (-inf), the others at their lane's threshold
         playout = search_keys.draw(jax.random.uniform, playout_key, (batch,)) < settings.resign.playout_fraction

@@ -27,6 +27,10 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
     c.max_plies = 0  # scan length; 0 = squares - 4 placements + 6 passes; longer games are cut
     c.temperature = 1.0  # sample moves from target ** (1 / temperature) ...
     c.temperature_plies = 12  # ... while the game's ply is below this; then play the search's move
+    # > 0: each game opens with k uniformly random legal moves, k drawn per game from 0..random_plies,
+    # played before the search starts and not recorded (positions beyond the network's own narrow
+    # opening book; experiments/RESULTS.md, "Random opening plies")
+    c.random_plies = 0
     c.value_target = "z"  # "z" outcome, "q" search value, "zq" their mean, "lambda" lambda-return
     c.td_lambda = 0.98
     c.exact_endgame_empties = 0  # > 0: value targets of positions with <= E empties solved exactly
@@ -59,7 +63,7 @@ Config = Mapping[str, Any] | ml_collections.ConfigDict
 
 # settings added after runs were written: a config without them (an old workdir's) reads them at
 # their defaults, which leave self-play as it was
-ADDED_SETTINGS = ("host_exact_empties", "host_exact_workers", "host_exact_policy")
+ADDED_SETTINGS = ("host_exact_empties", "host_exact_workers", "host_exact_policy", "random_plies")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +114,7 @@ class SelfPlaySettings:
     max_plies: int
     temperature: float
     temperature_plies: int
+    random_plies: int
     value_target: str
     td_lambda: float
     exact_endgame_empties: int
@@ -131,6 +136,7 @@ class SelfPlaySettings:
         need(s.num_games >= 1, f"selfplay.num_games must be >= 1, got {s.num_games}")
         need(s.max_plies >= 0, f"selfplay.max_plies must be >= 0, got {s.max_plies}")
         need(s.temperature >= 0, f"selfplay.temperature must be >= 0, got {s.temperature}")
+        need(s.random_plies >= 0, f"selfplay.random_plies must be >= 0 (0 = off), got {s.random_plies}")
         need(s.value_target in VALUE_TARGETS,
              f"unknown selfplay.value_target {s.value_target!r}; choose from {', '.join(VALUE_TARGETS)}")
         need(0.0 <= s.td_lambda <= 1.0, f"selfplay.td_lambda must be in [0, 1], got {s.td_lambda}")
