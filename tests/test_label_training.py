@@ -136,6 +136,22 @@ def test_a_short_run_logs_per_band_scores_that_match_the_file(labels, labels_fil
     assert last["eval/value_sign"] == pytest.approx(result["value_sign"])
 
 
+def test_train_positions_trains_on_a_fixed_subset(labels_file, tmp_path):
+    """``data.train_positions=N``: N of the training positions, the same N for the same seed."""
+    lines = []
+    supervised.run(_config(labels_file, **{"data.train_positions": 3}), tmp_path / "run", log=lines.append)
+    assert any(line.startswith("training on a random subset of 3 of those positions") for line in lines), lines
+    full = label_data.load_label_files(str(labels_file)).train
+    first, again = (label_data.subsample(full, 3, seed=0) for _ in range(2))
+    assert len(first) == 3 < len(full) and (first.game == again.game).all()
+    for value, message in ((-1, "data.train_positions must be >= 0"), (3, "data.train_positions needs data.labels")):
+        config = _config(labels_file, **{"data.train_positions": value})
+        if value > 0:
+            config.data.labels = ""
+        with pytest.raises(InputError, match=message):
+            supervised.resolve(config)
+
+
 def _small_set(size: int) -> labels_lib.LabelSet:
     game = Othello(size)
     start = jax.tree.map(lambda x: x[None], game.init())

@@ -34,6 +34,9 @@ def get_config(variant: str = "") -> ConfigDict:
         wthor_dir="../shared/data/wthor",  # a directory of WTH_YYYY.wtb files (+ WTHOR.JOU/TRN)
         cache_dir="~/.cache/othello-jax",  # where the built dataset is cached as .npz ("" = no cache)
         test_from_year=2015,  # games from this year on are held out for testing
+        # > 0: train on a fixed random subset of this many of the labelled sets' training positions
+        # (data-scaling measurements; the held-out positions stay all of them); labels only
+        train_positions=0,
     ))
     c.network = network("standard")
     c.batch_size = 512

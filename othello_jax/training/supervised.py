@@ -64,6 +64,7 @@ class DataSettings:
     wthor_dir: str
     cache_dir: str
     test_from_year: int
+    train_positions: int  # > 0: a fixed random subset of the labelled training positions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +93,9 @@ class SupervisedSettings:
 def resolve(config: ConfigDict) -> SupervisedSettings:
     """``config`` as :class:`SupervisedSettings`; a one-line ``InputError`` names the first
     impossible setting (the data directory is checked by :func:`check_config`)."""
-    data = read_record(DataSettings, config.data, "data")
+    # train_positions came after runs were written: an older config reads it as 0 (every position)
+    data = read_record(DataSettings, config.data, "data",
+                       **({} if "train_positions" in config.data else {"train_positions": 0}))
     settings = read_record(SupervisedSettings, config, "config", data=data, network=network_config(config),
                             loss=read_record(LossSettings, config.loss, "loss"),
                             optimizer=optimizer_settings(config.optimizer))
@@ -105,6 +108,9 @@ def resolve(config: ConfigDict) -> SupervisedSettings:
          f"schedule_clock must be one of {', '.join(CLOCKS)}, got {settings.schedule_clock!r}")
     need(settings.schedule_clock != "minutes" or settings.max_minutes > 0,
          "schedule_clock='minutes' needs max_minutes > 0 (the schedule runs over that budget)")
+    need(data.train_positions >= 0, f"data.train_positions must be >= 0 (0 = all), got {data.train_positions}")
+    need(data.train_positions == 0 or data.labels.strip(),
+         "data.train_positions needs data.labels (a subset of labelled positions; WThor trains on every game)")
     need(1977 < data.test_from_year <= 2100, f"data.test_from_year {data.test_from_year} is not a year after 1977")
     return settings
 
@@ -225,6 +231,10 @@ def labels_source(settings: SupervisedSettings, log: Callable[[str], None]) -> S
     """Labelled sets: optimal moves and exact results; held out: optimal share, disc loss and value sign."""
     data = label_data.load_label_files(settings.data.labels)
     log(data.summary())
+    if settings.data.train_positions:
+        train = label_data.subsample(data.train, settings.data.train_positions, seed=settings.seed)
+        data = data._replace(train=train, info={**data.info, "train": len(train)})
+        log(f"training on a random subset of {len(train)} of those positions (data.train_positions)")
     held_out = label_data.subsample(data.test, settings.eval_positions, seed=0).positions
 
     def evaluate(net: AlphaZeroNet, variables: dict) -> Evaluation:
