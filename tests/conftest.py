@@ -94,9 +94,8 @@ def optimized_compilation(request):
 # that pytest-xdist's work-stealing scheduler gives its two workers, so no worker is left with one
 # at the end; the rest fill in around them.
 LONGEST_FIRST = (
-    "test_quickstart_then_export_and_analyze_its_network",
+    "test_quickstart_stopped_resumed_then_export_and_analyze_its_network",
     "test_sigterm_resume_and_extension_equal_the_uninterrupted_run",
-    "test_the_minutes_clock_resumes_finishes_and_its_schedule_never_moves_back",
     "test_train_with_the_readme_flags_then_the_elo_ladder",
     "test_supervised_training_then_accuracy",
     "test_jax_solver_matches_brute_force",

@@ -32,8 +32,9 @@ Left out, and why:
   benchmark at its full size: only their shortened runs are here;
 - `scripts/quickstart.sh`'s pip install (SKIP_INSTALL=1): the test session's ./.venv is that
   installation, and scripts/test.sh runs the same install;
-- resuming or extending a run (the quickstart run again): tests/test_resume.py (stopped,
-  resumed and extended on the users' two-core layout, on both clocks) and tests/test_preemption.py;
+- extending a run and resuming it on the iterations clock: tests/test_resume.py (stopped, resumed
+  and extended on the users' two-core layout, equal to the run never stopped) and
+  tests/test_preemption.py (the quickstart's own stop and resume on its minutes clock is here);
 - marked slow (minutes each on 2 cores; `bash scripts/test.sh -m ""` runs them):
   `python -m experiments.bench_cores` (compiles the quickstart config twice, one and two devices).
 """
@@ -44,11 +45,14 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.test_resume import records
 
 REPO = Path(__file__).resolve().parents[1]
 OTHELLO_JAX = str(Path(sys.executable).parent / "othello-jax")  # the console script users run
@@ -82,19 +86,42 @@ def expected_devices(config_name: str) -> str:
     return str(devices) if devices else r"\d+"  # None: the caller's XLA_FLAGS fix the count
 
 
-def test_quickstart_then_export_and_analyze_its_network(tmp_path):
-    """`ITERATIONS=1 GAMES=2 SIMS=2 bash scripts/quickstart.sh`: `othello-jax train` of othello6_cpu,
-    `plot`, and `eval` against the three baselines; then `export-network` of the run and `analyze`
-    with the file. TRAIN_ARGS (overrides only) makes the one iteration small and skips the run's own
-    evaluation (tests/test_train.py checks it in the loop), to keep CI inside its budget."""
+def test_quickstart_stopped_resumed_then_export_and_analyze_its_network(tmp_path):
+    """`bash scripts/quickstart.sh` as a user runs it, stopped by Ctrl-C while it trains (exit 75,
+    a checkpoint), then the same command again: the run resumes on the users' default devices and
+    the quickstart's minutes clock, trains until its budget (every iteration logged once, the
+    schedule never moving back), then `plot` and `eval` against the three baselines; then
+    `export-network` of the run and `analyze` with the file. TRAIN_ARGS (overrides only) makes the
+    iterations small, the budget 48 s and skips the run's own evaluation (tests/test_train.py
+    checks it in the loop), to keep CI inside its budget."""
     assert Path(REPO / ".venv" / "bin" / "othello-jax").exists(), "scripts/quickstart.sh runs ./.venv/bin/othello-jax"
     workdir = tmp_path / "othello6_cpu"
-    small = "--config.selfplay.num_games=16 --config.train.batch_size=64 --config.train.steps_per_iteration=2"
-    out = run(["bash", "scripts/quickstart.sh"], timeout=1500, SKIP_INSTALL="1", ITERATIONS="1", GAMES="2",
-              SIMS="2", WORKDIR=str(workdir), TRAIN_ARGS=f"{small} --config.eval.every=0")
+    small = ("--config.selfplay.num_games=16 --config.train.batch_size=64 --config.train.steps_per_iteration=2 "
+             "--config.eval.every=0 --config.max_minutes=0.8")
+    env = user_env(SKIP_INSTALL="1", GAMES="2", SIMS="2", WORKDIR=str(workdir), TRAIN_ARGS=small)
+    script = subprocess.Popen(["bash", "scripts/quickstart.sh"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = []
+    for line in script.stdout:  # Ctrl-C (SIGINT to the terminal's process group) once 2 iterations are done
+        lines.append(line)
+        if re.match(r"\[\s*2/240\]", line):
+            os.killpg(script.pid, signal.SIGINT)
+    out = "".join(lines)
+    assert script.wait(timeout=600) == 75, out[-3000:]
     assert re.search(rf"^training {re.escape(str(workdir))}: 6x6, {expected_devices('othello6_cpu')} device\(s\)",
                      out, re.M), out[-3000:]
-    assert re.search(r"^\[1/1\] \| loss .* elapsed", out, re.M), out[-3000:]
+    stopped = int(re.search(r"stopped by SIGINT after iteration (\d+) of 240", out).group(1))
+    assert "training stopped before the end (checkpoint saved); run" in out and not (workdir / "curves.png").exists()
+    before = records(workdir)
+
+    out = run(["bash", "scripts/quickstart.sh"], timeout=1500, **{k: env[k] for k in ("SKIP_INSTALL", "GAMES", "SIMS",
+                                                                                     "WORKDIR", "TRAIN_ARGS")})
+    assert f"resumed {workdir} at iteration {stopped}" in out and "max_minutes=0.8 reached" in out, out[-3000:]
+    logged = records(workdir)
+    assert logged[:stopped] == before  # the first session's records kept as they were
+    assert [r["iteration"] for r in logged] == list(range(1, len(logged) + 1)) and stopped < len(logged) < 240
+    positions = [r["schedule_position"] for r in logged]
+    assert positions == sorted(positions) and positions[-1] > 0.9, positions  # the budget ended it, near 1
     assert (workdir / "curves.png").stat().st_size > 0 and f"wrote {workdir / 'curves.png'}" in out
     assert re.findall(r"^net:ckpt=\S+,sims=2  vs  (\S+)$", out, re.M) == ["random", "greedy", "alphabeta:depth=3"]
     assert len(re.findall(r"^  score      [01]\.\d{3} ", out, re.M)) == 3, out[-3000:]

@@ -251,6 +251,16 @@ def test_plot_draws_the_curves_of_one_or_more_runs(tmp_path, capsys):
     np.testing.assert_allclose(minutes, [0.5, 1.0, 1.5, 2.0])  # elapsed_s / 60, the learning rate on its own axis
 
 
+def test_a_run_ended_by_its_iteration_count_does_not_blame_its_time_budget(tmp_path):
+    """With one iteration the first estimate of an iteration is the whole budget, so the clock calls
+    it the last in time; the run still ended by its count, and says nothing of max_minutes."""
+    from othello_jax.training import loop
+
+    lines = []
+    loop.run(tiny_config(iterations=1, max_minutes=5.0), tmp_path / "run", print_fn=lines.append)
+    assert any(line.startswith("[1/1]") for line in lines) and not any("max_minutes" in line for line in lines), lines
+
+
 def test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled_matches(tmp_path, monkeypatch):
     from othello_jax.checkpoint import load_agent_variables
     from othello_jax.training import arena_hooks as evaluation_hooks

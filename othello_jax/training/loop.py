@@ -164,8 +164,9 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
             if save_due:
                 writer.save(done, state, key, stage, final=last)
             if out_of_time:
-                say(f"stopping after {format_duration(clock.trained())}: max_minutes={config.max_minutes} reached "
-                    "(the final evaluation and checkpoint included)")
+                if done < total:  # the budget ended the run, not its iteration count
+                    say(f"stopping after {format_duration(clock.trained())}: max_minutes={config.max_minutes} "
+                        "reached (the final evaluation and checkpoint included)")
                 break
     finally:
         ckpts.close()
