@@ -19,9 +19,9 @@ from experiments.configs import othello6_cpu
 
 def get_config():
     c = othello6_cpu.get_config()
-    c.iterations = 1200  # an upper bound: at 5-11 iterations a minute the budget ends the run
+    c.iterations = 3000  # an upper bound: at 5-13 iterations a minute (cpu-2c) the budget ends the run
     c.max_minutes = 120.0
-    c.replay.update(capacity=80_000, window_start=2, window_max=8, window_grow_every=20)
+    c.replay.update(capacity=80_000, window_start=2, window_max=8, window_grow_every=50)  # 8 at 10%
     c.eval.update(every=100, games=64, num_simulations=128, opponents="alphabeta:depth=3", testset=True)
     c.checkpoint.update(every=10, keep=3)
     return c
