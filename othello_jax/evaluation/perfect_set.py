@@ -39,6 +39,8 @@ def bands_covering(empties: np.ndarray) -> tuple[tuple[int, int], ...]:
     above = ((36, 25),) if (empties > 24).any() else ()
     below = tuple((high, low) for high, low in ((11, 8), (7, 1)) if ((empties <= high) & (empties >= low)).any())
     return above + TESTSET_BANDS + below
+
+
 # relative share of positions per number of empties above 20: solving grows ~3x per empty
 _TOP_WEIGHTS = {21: 0.8, 22: 0.6, 23: 0.4, 24: 0.4}
 

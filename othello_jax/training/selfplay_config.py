@@ -29,7 +29,7 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
     c.temperature_plies = 12  # ... while the game's ply is below this; then play the search's move
     # > 0: each game opens with k uniformly random legal moves, k drawn per game from 0..random_plies,
     # played before the search starts and not recorded (positions beyond the network's own narrow
-    # opening book; experiments/RESULTS.md, "Random opening plies")
+    # opening book; no gain at equal time on 6x6: experiments/RESULTS.md, "Random opening moves")
     c.random_plies = 0
     c.value_target = "z"  # "z" outcome, "q" search value, "zq" their mean, "lambda" lambda-return
     c.td_lambda = 0.98
