@@ -92,19 +92,20 @@ def test_quickstart_stopped_resumed_then_export_and_analyze_its_network(tmp_path
     the quickstart's minutes clock, trains until its budget (every iteration logged once, the
     schedule never moving back), then `plot` and `eval` against the three baselines; then
     `export-network` of the run and `analyze` with the file. TRAIN_ARGS (overrides only) makes the
-    iterations small, the budget 48 s and skips the run's own evaluation (tests/test_train.py
-    checks it in the loop), to keep CI inside its budget."""
+    iterations small, the budget 90 s (the first compile counts against it and takes 35 s on
+    a loaded CI machine, so Ctrl-C comes after the first iteration) and skips the run's own
+    evaluation (tests/test_train.py checks it in the loop), to keep CI inside its budget."""
     assert Path(REPO / ".venv" / "bin" / "othello-jax").exists(), "scripts/quickstart.sh runs ./.venv/bin/othello-jax"
     workdir = tmp_path / "othello6_cpu"
     small = ("--config.selfplay.num_games=16 --config.train.batch_size=64 --config.train.steps_per_iteration=2 "
-             "--config.eval.every=0 --config.max_minutes=0.8")
+             "--config.eval.every=0 --config.max_minutes=1.5")
     env = user_env(SKIP_INSTALL="1", GAMES="2", SIMS="2", WORKDIR=str(workdir), TRAIN_ARGS=small)
     script = subprocess.Popen(["bash", "scripts/quickstart.sh"], cwd=REPO, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines = []
-    for line in script.stdout:  # Ctrl-C (SIGINT to the terminal's process group) once 2 iterations are done
+    for line in script.stdout:  # Ctrl-C (SIGINT to the terminal's process group) once an iteration is done
         lines.append(line)
-        if re.match(r"\[\s*2/240\]", line):
+        if re.match(r"\[\s*1/240\]", line):
             os.killpg(script.pid, signal.SIGINT)
     out = "".join(lines)
     assert script.wait(timeout=600) == 75, out[-3000:]
@@ -116,7 +117,7 @@ def test_quickstart_stopped_resumed_then_export_and_analyze_its_network(tmp_path
 
     out = run(["bash", "scripts/quickstart.sh"], timeout=1500, **{k: env[k] for k in ("SKIP_INSTALL", "GAMES", "SIMS",
                                                                                      "WORKDIR", "TRAIN_ARGS")})
-    assert f"resumed {workdir} at iteration {stopped}" in out and "max_minutes=0.8 reached" in out, out[-3000:]
+    assert f"resumed {workdir} at iteration {stopped}" in out and "max_minutes=1.5 reached" in out, out[-3000:]
     logged = records(workdir)
     assert logged[:stopped] == before  # the first session's records kept as they were
     assert [r["iteration"] for r in logged] == list(range(1, len(logged) + 1)) and stopped < len(logged) < 240
