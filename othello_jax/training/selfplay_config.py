@@ -41,6 +41,7 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
     c.host_exact_workers = 1  # solver processes for host_exact_empties (1: in the training process)
     # with host_exact_empties: the policy targets of those positions become uniform over their
     # optimal moves (exact disc margin), solved with the values (3-5x their cost at 9-16 empties)
+    # Off: +3.3 points of optimal moves at 10 minutes, none at 26 (RESULTS.md, 2026-11-26)
     c.host_exact_policy = False
     c.harvest = ml_collections.ConfigDict(dict(
         per_tree=0,  # extra positions taken from each search tree (OLIVAW); 0 = off
