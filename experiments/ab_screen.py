@@ -55,16 +55,32 @@ ARMS: dict[str, list[str]] = {
     # network's own narrow opening book, as the evaluations' random openings reach
     "random6": ["selfplay.random_plies=6"],
     "random10": ["selfplay.random_plies=10"],
+    # start from a trained network (--init-network, e.g. one pretrained on exact labels); the
+    # minutes that made it (--init-minutes) come off this arm's budget
+    "pretrained": ["init_network={init_network}"],
     "all_heads": ["network.value_head=wdl", "network.score_head=True", "network.ownership_head=True",
                   "network.global_pool=True"],
 }
 
 
-def train_command(arm: str, seed: int, minutes: float, workdir: Path, extra: list[str]) -> list[str]:
-    """The training command line of one run (also printed in the table)."""
-    overrides = [f"--config.{item}" for item in [*ARMS[arm], *extra]]
+def uses_init_network(arm: str) -> bool:
+    """Whether ``arm`` starts from ``--init-network`` (and so trains ``--init-minutes`` less)."""
+    return any(item.startswith("init_network=") for item in ARMS[arm])
+
+
+def train_command(arm: str, seed: int, minutes: float, workdir: Path, extra: list[str],
+                  init_network: str = "", init_minutes: float = 0.0) -> list[str]:
+    """The training command line of one run (also printed in the table): ``{seed}`` in
+    ``init_network`` becomes the run's seed, and an arm starting from it trains ``init_minutes``
+    less, so every arm spends the same wall clock."""
+    if uses_init_network(arm):
+        if not init_network:
+            raise SystemExit(f"ab_screen: arm {arm!r} needs --init-network")
+        minutes = minutes - init_minutes
+    start = init_network.replace("{seed}", str(seed))
+    overrides = [f"--config.{item.replace('{init_network}', start)}" for item in [*ARMS[arm], *extra]]
     return [sys.executable, "-m", "othello_jax.cli", "train", f"--config={CONFIG}", f"--workdir={workdir}",
-            f"--config.seed={seed}", f"--config.max_minutes={minutes}", "--config.eval.every=0", *overrides]
+            f"--config.seed={seed}", f"--config.max_minutes={minutes:g}", "--config.eval.every=0", *overrides]
 
 
 def run_pinned(jobs: list[tuple[list[str], Path]], cores: list[int]) -> None:
@@ -165,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="extra config override for every arm (e.g. train.batch_size=256)")
     parser.add_argument("--cores", type=int, default=0, help="runs at a time, one core each (default: all cores)")
+    parser.add_argument("--init-network", default="",
+                        help="the network the 'pretrained' arm starts from ({seed} = the run's seed)")
+    parser.add_argument("--init-minutes", type=float, default=0.0,
+                        help="wall-clock minutes that made --init-network, taken off that arm's budget")
     parser.add_argument("--score-one", help=argparse.SUPPRESS)  # internal: score one workdir
     args = parser.parse_args(argv)
     if args.score_one:
@@ -182,7 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     # seed-major: the arms of one seed train side by side, in the same window of the machine's speed
     runs = [(arm, seed, root / f"{arm}_s{seed}") for seed in args.seeds for arm in args.arms]
 
-    training = [(train_command(arm, seed, args.minutes, workdir, args.set), workdir / "train.log")
+    if not 0 <= args.init_minutes < args.minutes:
+        parser.error(f"--init-minutes must be in [0, --minutes), got {args.init_minutes:g}")
+    if any(uses_init_network(arm) for arm in args.arms) and not args.init_network:
+        parser.error("the 'pretrained' arm needs --init-network")
+    training = [(train_command(arm, seed, args.minutes, workdir, args.set, args.init_network, args.init_minutes),
+                 workdir / "train.log")
                 for arm, seed, workdir in runs if not (workdir / "trained.json").exists()]
     run_pinned(training, cores)
     for _, _, workdir in runs:
@@ -205,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         if done:
             print(arm_row(arm, done, args.minutes))
     arm, seed = args.arms[0], args.seeds[0]
-    example = train_command(arm, seed, args.minutes, root / f"{arm}_s{seed}", args.set)
+    example = train_command(arm, seed, args.minutes, root / f"{arm}_s{seed}", args.set, args.init_network,
+                            args.init_minutes)
     print("\nreproduce one run: JAX_NUM_CPU_DEVICES=1 taskset -c 0 othello-jax " + " ".join(example[3:]))
     return 0
 

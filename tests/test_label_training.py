@@ -195,3 +195,23 @@ def test_labels6_config_is_the_quickstart_network_on_the_minutes_clock():
     config.max_minutes = 0.0
     with pytest.raises(InputError, match="schedule_clock='minutes' needs max_minutes > 0"):
         supervised.resolve(config)
+
+
+def test_a_labels6_network_starts_the_quickstart_run(labels_file, tmp_path):
+    """Pretraining on exact labels, then self-play: the quickstart (``othello6_cpu``) takes a
+    ``:labels6`` run as its ``init_network`` as it is (same architecture and board)."""
+    from experiments.configs import othello6_cpu
+    from othello_jax.training.iteration import make_mesh
+    from othello_jax.training.program import make_train
+
+    config = get_config("labels6")
+    config.data.labels = str(labels_file)
+    config.update(max_minutes=10.0, total_steps=2, eval_every=2, log_every=1)
+    supervised.run(config, tmp_path / "pretrained", log=lambda _: None)
+    quickstart = othello6_cpu.get_config()
+    quickstart.init_network = str(tmp_path / "pretrained")
+    program = make_train(quickstart, make_mesh(1))
+    _, saved, _ = load_agent_variables(tmp_path / "pretrained")
+    state, _ = program.start(0, program.initial_network())
+    for got, expected in zip(jax.tree.leaves(state.params), jax.tree.leaves(saved["params"]), strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))

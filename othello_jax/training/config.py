@@ -64,6 +64,10 @@ def default_config() -> ConfigDict:
     # iterations) or "minutes" (the share of max_minutes used; see the module docstring)
     c.schedule_clock = "iterations"
     c.num_devices = 0  # 0 = all devices (of all hosts)
+    # start from a trained network instead of random weights: a training or supervised workdir (its
+    # latest checkpoint), WORKDIR/best, a portable .msgpack file or builtin:NAME. A fresh run only (a
+    # resumed run continues from its checkpoint); its architecture and board size must be the run's
+    c.init_network = ""
     # several processes (hosts) training one run: jax.distributed.initialize() with these settings;
     # "" / 0 / -1 = from $JAX_COORDINATOR_ADDRESS, $JAX_NUM_PROCESSES, $JAX_PROCESS_ID, or detected
     # (TPU slices, SLURM, ...). Started when `enabled` or a coordinator address is given (docs/multihost.md)

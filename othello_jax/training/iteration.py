@@ -103,12 +103,14 @@ def num_lanes(replay_settings: ReplaySettings, mesh: Mesh) -> int:
 # ---------------------------------------------------------------------------------------------
 def init_train_state(game: Othello, net: AlphaZeroNet, optimizer: optax.GradientTransformation,
                      key: jax.Array, lanes: int, capacity: int, max_window: int, resign_init: Any,
-                     mesh: Mesh) -> TrainState:
-    """Fresh network, optimizer and empty buffer, created directly with their shardings."""
+                     mesh: Mesh, network: dict | None = None) -> TrainState:
+    """Fresh optimizer and empty buffer, created directly with their shardings, around a fresh
+    network (from ``key``) or the given ``network`` variables (``{'params', 'batch_stats'}`` of
+    ``net``'s architecture: a pretrained start)."""
 
-    def build(k):
-        variables = init_variables(net, k, game.size)
-        params, batch_stats = variables["params"], variables["batch_stats"]
+    def build(k, start):
+        variables = init_variables(net, k, game.size) if start is None else start
+        params, batch_stats = variables["params"], variables.get("batch_stats", {})
         return TrainState(
             params=params,
             batch_stats=batch_stats,
@@ -120,8 +122,8 @@ def init_train_state(game: Othello, net: AlphaZeroNet, optimizer: optax.Gradient
             step=jnp.zeros((), jnp.int32),
         )
 
-    shapes = jax.eval_shape(build, key)
-    return jax.jit(build, out_shardings=Placement(mesh).state_shardings(shapes))(key)
+    shapes = jax.eval_shape(build, key, network)
+    return jax.jit(build, out_shardings=Placement(mesh).state_shardings(shapes))(key, network)
 
 
 def unroll_gradient_steps(train_settings: TrainSettings) -> bool:

@@ -179,12 +179,16 @@ def _resume_or_start(config: ConfigDict, program: TrainProgram, ckpts: checkpoin
                      say: Callable[[str], None]) -> tuple:
     """``(state, key, meta)``: the workdir's last checkpoint and its meta, or a fresh state and ``{}``
     (a fresh workdir gets the run's ``config.json``)."""
-    state, key = program.start(int(config.seed))  # placed on the mesh: the restore's targets too
     if ckpts.latest_step() is None:
+        # a pretrained start is read and checked before the workdir gets anything
+        state, key = program.start(int(config.seed), program.initial_network())
+        if program.init_network:
+            say(f"starting from the network in {program.init_network} (init_network)")
         if jax.process_index() == 0:
             workdir.mkdir(parents=True, exist_ok=True)
             (workdir / "config.json").write_text(config.to_json_best_effort(indent=2))
         return state, key, {}
+    state, key = program.start(int(config.seed))  # placed on the mesh: the restore's targets
     _check_clock(ckpts, program.clock, workdir)
     state, key, meta = ckpts.restore(state, key, program.meta())
     resumed = float(meta.get("elapsed_s", 0.0))

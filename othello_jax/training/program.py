@@ -121,15 +121,40 @@ class TrainProgram:
         """Where every input of the compiled iterations lives on the mesh."""
         return Placement(self.mesh)
 
-    def init_state(self, key: jax.Array) -> TrainState:
-        """Fresh network, optimizer state and empty replay buffer, placed on the mesh."""
+    def init_state(self, key: jax.Array, network: dict | None = None) -> TrainState:
+        """Fresh optimizer state and empty replay buffer around a fresh network (or ``network``'s
+        variables), placed on the mesh."""
         return init_train_state(self.game, self.net, self.optimizers[0], key, self.lanes, self.capacity,
-                                self.max_window, self.resign_init, self.mesh)
+                                self.max_window, self.resign_init, self.mesh, network)
 
-    def start(self, seed: int) -> tuple[TrainState, jax.Array]:
-        """A fresh run's ``(state, key)`` from ``seed``, both placed on the mesh (a restore's templates too)."""
+    def start(self, seed: int, network: dict | None = None) -> tuple[TrainState, jax.Array]:
+        """A fresh run's ``(state, key)`` from ``seed``, both placed on the mesh (a restore's templates
+        too); ``network``: variables to start from instead of random ones (:meth:`initial_network`)."""
         init_key, key = jax.random.split(jax.random.PRNGKey(int(seed)))
-        return self.init_state(init_key), self.placement.key(key)
+        return self.init_state(init_key, network), self.placement.key(key)
+
+    @property
+    def init_network(self) -> str:
+        """``config.init_network``: the trained network a fresh run starts from ("" = random weights)."""
+        return self.stage_configs[0].init_network
+
+    def initial_network(self) -> dict | None:
+        """The variables of ``init_network``, checked to be this run's architecture and board size
+        (one-line ``InputError`` otherwise), or None when the run starts from random weights."""
+        path = self.init_network
+        if not path:
+            return None
+        config, variables, size = checkpoint.load_agent_variables(path)
+        if size != self.game.size:
+            raise InputError(f"init_network {path} is a {size}x{size} network; this run is "
+                             f"{self.game.size}x{self.game.size}")
+        differences = [f"{field.name} {getattr(config, field.name)!r} vs {getattr(self.network, field.name)!r}"
+                       for field in dataclasses.fields(NetworkConfig)
+                       if getattr(config, field.name) != getattr(self.network, field.name)]
+        if differences:
+            raise InputError(f"init_network {path} is not this run's network ({', '.join(differences)}); "
+                             "set network.* to match it")
+        return variables
 
     def stage_index(self, iteration: int) -> int:
         """Index of the stage in force at ``iteration`` (0-based count of iterations completed)."""

@@ -147,6 +147,7 @@ class RunSettings:
     max_minutes: float
     schedule_clock: str
     num_devices: int
+    init_network: str
     distributed: DistributedSettings
     network: NetworkConfig
     replay: ReplaySettings
@@ -242,7 +243,9 @@ def resolve(config: ConfigDict) -> RunSettings:
                                    total_steps if total_steps > 0 else iterations * train.steps_per_iteration)
     return RunSettings(
         seed=int(config.seed), board_size=board_size, iterations=iterations, max_minutes=float(config.max_minutes),
-        schedule_clock=clock, num_devices=int(config.num_devices), distributed=distributed, network=network,
+        schedule_clock=clock, num_devices=int(config.num_devices),
+        init_network=str(config.get("init_network", "")).strip(),  # runs written before it read ""
+        distributed=distributed, network=network,
         replay=replay, train=train, loss=loss, optimizer=optimizer, eval=evaluation, gating=gating,
         checkpoint=checkpoint, search=search_section, selfplay=selfplay_section)
 
