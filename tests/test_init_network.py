@@ -35,15 +35,16 @@ def test_a_fresh_start_holds_the_given_network_a_fresh_optimizer_and_an_empty_bu
     random_state, _ = make_train(tiny_config(), train.make_mesh(1)).start(0)
 
     for name in ("params", "batch_stats"):
-        got, expected, random = _leaves(getattr(state, name)), _leaves(saved[name]), _leaves(getattr(random_state, name))
+        got, expected = _leaves(getattr(state, name)), _leaves(saved[name])
+        random = _leaves(getattr(random_state, name))
         assert len(got) == len(expected) > 0
-        for a, b in zip(got, expected):
+        for a, b in zip(got, expected, strict=True):
             np.testing.assert_array_equal(a, b)
-        assert any(not np.array_equal(a, r) for a, r in zip(got, random))  # not what a random start holds
-    for a, b in zip(_leaves(state.actor["params"]), _leaves(saved["params"])):
+        assert any(not np.array_equal(a, r) for a, r in zip(got, random, strict=True))  # not what a random start holds
+    for a, b in zip(_leaves(state.actor["params"]), _leaves(saved["params"]), strict=True):
         np.testing.assert_array_equal(a, b)  # self-play plays the given network from the first game
     # the optimizer, the counters and the buffer are a fresh run's
-    for a, b in zip(_leaves(state.opt_state), _leaves(random_state.opt_state)):
+    for a, b in zip(_leaves(state.opt_state), _leaves(random_state.opt_state), strict=True):
         assert a.shape == b.shape
     assert all(not np.any(x) for x in _leaves(state.opt_state) if x.dtype.kind == "f")  # zero moments
     assert int(state.iteration) == int(state.step) == 0
@@ -62,7 +63,7 @@ def test_a_run_trains_from_it_and_resumes_from_its_own_checkpoint(trained_workdi
     assert any(line.startswith(f"resumed {workdir} at iteration 1") for line in lines), lines
     assert not any("init_network" in line for line in lines)
     _, after_two, _ = load_agent_variables(workdir)
-    assert any(not np.array_equal(a, b) for a, b in zip(_leaves(after_one), _leaves(after_two)))
+    assert any(not np.array_equal(a, b) for a, b in zip(_leaves(after_one), _leaves(after_two), strict=True))
 
 
 @pytest.mark.parametrize("override, fragment", [
