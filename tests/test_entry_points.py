@@ -216,6 +216,27 @@ def test_supervised_training_then_accuracy(tmp_path, shared_data):
     assert re.search(r"^all +\d+ +\d+\.\d% +\d+\.\d%$", out, re.M), out
 
 
+def test_pretraining_on_exact_labels_then_the_quickstart_from_that_network(tmp_path):
+    """The README's pretraining commands: `othello-jax make-labels`, `python -m
+    experiments.train_supervised` with `:labels6` on that file, then `othello-jax train` of the
+    quickstart config with `--config.init_network=` the supervised run, shortened by overrides
+    (a few labels and steps, one small iteration) on the users' default devices."""
+    labels, pretrained, workdir = tmp_path / "offdist.npz", tmp_path / "sl", tmp_path / "othello6_sl"
+    out = run([OTHELLO_JAX, "make-labels", "--source=offdist", "--per-band=8-12:40,13-15:20", f"--out={labels}",
+               "--cache="])
+    assert re.search(r"^60 positions from \d+ games .* written to ", out, re.M), out
+    out = run([PYTHON, "-m", "experiments.train_supervised", "--config=experiments/configs/supervised.py:labels6",
+               f"--config.data.labels={labels}", "--config.max_minutes=5", "--config.total_steps=4",
+               "--config.log_every=2", "--config.eval_every=0", f"--workdir={pretrained}"])
+    assert re.search(r"^step +4 +loss ", out, re.M), out[-3000:]
+    out = run([OTHELLO_JAX, "train", "--config=experiments/configs/othello6_cpu.py", f"--workdir={workdir}",
+               f"--config.init_network={pretrained}", "--config.max_minutes=21", "--config.iterations=1",
+               "--config.selfplay.num_games=16", "--config.train.batch_size=64",
+               "--config.train.steps_per_iteration=2", "--config.eval.every=0"])
+    assert f"starting from the network in {pretrained} (init_network)" in out, out[-3000:]
+    assert re.search(r"^\[1/1\]", out, re.M) and [r["iteration"] for r in records(workdir)] == [1], out[-3000:]
+
+
 @pytest.mark.parametrize("command, expect", [
     ([PYTHON, "-m", "experiments.bench_env", "--batch", "64", "--plies", "8", "--repeats", "1"],
      r"^ +64 +random +[\d,]+ +[\d,]+ +\d+\.\dx"),

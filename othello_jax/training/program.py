@@ -154,7 +154,8 @@ class TrainProgram:
         if differences:
             raise InputError(f"init_network {path} is not this run's network ({', '.join(differences)}); "
                              "set network.* to match it")
-        return variables
+        # host arrays: the loader commits them to one device, the state's constructor places them on the mesh
+        return jax.tree.map(np.asarray, variables)
 
     def stage_index(self, iteration: int) -> int:
         """Index of the stage in force at ``iteration`` (0-based count of iterations completed)."""
