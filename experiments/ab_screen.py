@@ -73,9 +73,7 @@ def train_command(arm: str, seed: int, minutes: float, workdir: Path, extra: lis
     """The training command line of one run (also printed in the table): ``{seed}`` in
     ``init_network`` becomes the run's seed, and an arm starting from it trains ``init_minutes``
     less, so every arm spends the same wall clock."""
-    if uses_init_network(arm):
-        if not init_network:
-            raise SystemExit(f"ab_screen: arm {arm!r} needs --init-network")
+    if uses_init_network(arm):  # main() refuses such an arm without --init-network
         minutes = minutes - init_minutes
     start = init_network.replace("{seed}", str(seed))
     overrides = [f"--config.{item.replace('{init_network}', start)}" for item in [*ARMS[arm], *extra]]

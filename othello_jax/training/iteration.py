@@ -110,7 +110,7 @@ def init_train_state(game: Othello, net: AlphaZeroNet, optimizer: optax.Gradient
 
     def build(k, start):
         variables = init_variables(net, k, game.size) if start is None else start
-        params, batch_stats = variables["params"], variables.get("batch_stats", {})
+        params, batch_stats = variables["params"], variables["batch_stats"]
         return TrainState(
             params=params,
             batch_stats=batch_stats,

@@ -148,9 +148,8 @@ class TrainProgram:
         if size != self.game.size:
             raise InputError(f"init_network {path} is a {size}x{size} network; this run is "
                              f"{self.game.size}x{self.game.size}")
-        differences = [f"{field.name} {getattr(config, field.name)!r} vs {getattr(self.network, field.name)!r}"
-                       for field in dataclasses.fields(NetworkConfig)
-                       if getattr(config, field.name) != getattr(self.network, field.name)]
+        saved, wanted = checkpoint.network_meta(config), checkpoint.network_meta(self.network)
+        differences = [f"{name} {saved[name]!r} vs {wanted[name]!r}" for name in wanted if saved[name] != wanted[name]]
         if differences:
             raise InputError(f"init_network {path} is not this run's network ({', '.join(differences)}); "
                              "set network.* to match it")
