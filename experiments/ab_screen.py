@@ -61,18 +61,27 @@ ARMS: dict[str, list[str]] = {
     "all_heads": ["network.value_head=wdl", "network.score_head=True", "network.ownership_head=True",
                   "network.global_pool=True"],
 }
+# arms that learn from exact labels instead of self-play (experiments/label_then_learn.py: labels made
+# inside the budget, then supervised learning for the rest); the value is make-labels' --per-band
+LABEL_ARMS: dict[str, str] = {
+    "supervised": "8-12:50000,13-15:50000",
+}
 
 
 def uses_init_network(arm: str) -> bool:
     """Whether ``arm`` starts from ``--init-network`` (and so trains ``--init-minutes`` less)."""
-    return any(item.startswith("init_network=") for item in ARMS[arm])
+    return any(item.startswith("init_network=") for item in ARMS.get(arm, []))
 
 
 def train_command(arm: str, seed: int, minutes: float, workdir: Path, extra: list[str],
                   init_network: str = "", init_minutes: float = 0.0) -> list[str]:
     """The training command line of one run (also printed in the table): ``{seed}`` in
     ``init_network`` becomes the run's seed, and an arm starting from it trains ``init_minutes``
-    less, so every arm spends the same wall clock."""
+    less, so every arm spends the same wall clock. A label arm's command makes its labels and
+    learns from them within ``minutes`` (``extra`` overrides are for self-play's config only)."""
+    if arm in LABEL_ARMS:
+        return [sys.executable, "-m", "experiments.label_then_learn", f"--minutes={minutes:g}", f"--seed={seed}",
+                f"--workdir={workdir}", f"--per-band={LABEL_ARMS[arm]}"]
     if uses_init_network(arm):  # main() refuses such an arm without --init-network
         minutes = minutes - init_minutes
     start = init_network.replace("{seed}", str(seed))
@@ -106,6 +115,10 @@ def training_summary(workdir: Path) -> dict:
     """Iterations, positions, positions/s (after compilation) and wall seconds of a finished run."""
     rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     played = [r for r in rows if "positions_per_s" in r]
+    if not played:  # a label arm: gradient steps instead of iterations, no self-play
+        steps = [r["step"] for r in rows if "step" in r]
+        return dict(iterations=max(steps, default=0), positions=0.0, positions_per_s=float("nan"),
+                    elapsed_s=float("nan"))
     rates = [r["positions_per_s"] for r in played if not r.get("compile_s")]
     return dict(iterations=len(played), positions=float(sum(r.get("positions", 0) for r in played)),
                 positions_per_s=float(np.median(rates)) if rates else float("nan"),
@@ -170,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--arms", nargs="+", default=["baseline", "wdl", "score_own", "gpool", "exact10"],
-                        help=f"arms to run (of: {', '.join(ARMS)})")
+                        help=f"arms to run (of: {', '.join([*ARMS, *LABEL_ARMS])})")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--minutes", type=float, default=8.0, help="wall-clock budget of every run")
     parser.add_argument("--root", default="runs/ab", help="one workdir per run below this folder")
@@ -190,9 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         scores = score_run(workdir, args.games, args.sims, seed=0)
         (workdir / "scores.json").write_text(json.dumps(scores))
         return 0
-    unknown = [arm for arm in args.arms if arm not in ARMS]
+    unknown = [arm for arm in args.arms if arm not in ARMS and arm not in LABEL_ARMS]
     if unknown:
-        parser.error(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}")
+        parser.error(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join([*ARMS, *LABEL_ARMS])}")
     pinning = hasattr(os, "sched_getaffinity")
     available = sorted(os.sched_getaffinity(0)) if pinning else list(range(os.cpu_count() or 1))
     cores = available[: args.cores or len(available)]
@@ -230,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     arm, seed = args.arms[0], args.seeds[0]
     example = train_command(arm, seed, args.minutes, root / f"{arm}_s{seed}", args.set, args.init_network,
                             args.init_minutes)
-    print("\nreproduce one run: JAX_NUM_CPU_DEVICES=1 taskset -c 0 othello-jax " + " ".join(example[3:]))
+    shown = ["othello-jax", *example[3:]] if example[2] == "othello_jax.cli" else ["python", *example[1:]]
+    print("\nreproduce one run: JAX_NUM_CPU_DEVICES=1 taskset -c 0 " + " ".join(shown))
     return 0
 
 

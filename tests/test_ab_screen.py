@@ -35,3 +35,32 @@ def test_bad_arguments_are_refused_before_anything_trains(args, message, tmp_pat
         ab_screen.main([*args, "--root", str(tmp_path / "ab")])
     assert stop.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "ab").exists()
+
+
+def test_the_supervised_arm_makes_its_labels_inside_the_budget_and_learns_for_the_rest():
+    command = ab_screen.train_command("supervised", 1, 26.0, Path("runs/z"), ["train.batch_size=256"])
+    assert command[1:3] == ["-m", "experiments.label_then_learn"]
+    assert _flags(command) == {"minutes": "26", "seed": "1", "workdir": "runs/z",
+                               "per-band": ab_screen.LABEL_ARMS["supervised"]}
+
+
+def test_label_then_learn_charges_the_labels_to_the_budget_and_reuses_them(tmp_path, capsys):
+    import json
+
+    from experiments import label_then_learn
+    from othello_jax.agents.specs import parse_agent
+    from othello_jax.game import Othello
+
+    workdir = tmp_path / "sup"
+    args = ["--seed", "3", "--workdir", str(workdir), "--per-band", "8-10:200"]
+    # a budget the labels alone exceed: they are made and kept, and the run stops with exit 2
+    assert label_then_learn.main(["--minutes", "0.01", *args]) == 2
+    assert "no time left to learn" in capsys.readouterr().err
+    record = json.loads((workdir / "labels.json").read_text())
+    assert record["per_band"] == "8-10:200" and record["seconds"] > 0.6
+    made = (workdir / "labels.npz").stat().st_mtime_ns
+    # a rerun with room to learn reuses the labels, still charges their measured cost, and leaves a network
+    assert label_then_learn.main(["--minutes", f"{record['seconds'] / 60 + 0.2:.3f}", *args]) == 0
+    assert (workdir / "labels.npz").stat().st_mtime_ns == made
+    assert "learning for the 0.20 left" in capsys.readouterr().out
+    parse_agent(f"net:ckpt={workdir},sims=4", Othello(6))
