@@ -9,6 +9,9 @@ written to ``WORKDIR/labels.json``; the network lands in ``WORKDIR`` like any su
 
     python -m experiments.label_then_learn --minutes 26 --seed 0 --workdir runs/sup26_s0
 
+``--config.KEY=VALUE`` arguments go to the learning (``experiments/configs/supervised.py``), e.g.
+``--config.network.channels=64``.
+
 A rerun reuses finished labels (their measured cost still comes off the budget) and learns again
 from the start: supervised runs do not resume, so an interrupted one's outputs are replaced.
 """
@@ -33,11 +36,12 @@ def label_command(out: Path, per_band: str, seed: int, workers: int = 1) -> list
             f"--out={out}", f"--workers={workers}", "--cache=", f"--seed={seed}", "--test-share=0.05"]
 
 
-def learn_command(labels: Path, workdir: Path, seed: int, minutes: float) -> list[str]:
-    """``train_supervised :labels6`` on ``labels`` for ``minutes`` (its cosine runs over them)."""
+def learn_command(labels: Path, workdir: Path, seed: int, minutes: float, overrides: list[str] = ()) -> list[str]:
+    """``train_supervised :labels6`` on ``labels`` for ``minutes`` (its cosine runs over them), with
+    any ``--config.KEY=VALUE`` ``overrides`` after."""
     return [sys.executable, "-m", "experiments.train_supervised", "--config=experiments/configs/supervised.py:labels6",
             f"--config.data.labels={labels}", f"--config.max_minutes={minutes:.3f}", f"--config.seed={seed}",
-            f"--workdir={workdir}"]
+            f"--workdir={workdir}", *overrides]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,13 +53,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-band", default=DEFAULT_BANDS, help=f"make-labels' --per-band (default {DEFAULT_BANDS})")
     parser.add_argument("--workers", type=int, default=1,
                         help="solver processes for the labels (default 1: the A/B's one core per run)")
-    args = parser.parse_args(argv)
+    args, overrides = parser.parse_known_args(argv)
+    unknown = [item for item in overrides if not item.startswith("--config.")]
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)} (only --config.KEY=VALUE goes to the learning)")
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     labels, record = workdir / "labels.npz", workdir / "labels.json"
     if not record.exists():
         start = time.perf_counter()
-        subprocess.run(label_command(labels, args.per_band, args.seed, args.workers), check=True)
+        made = subprocess.run(label_command(labels, args.per_band, args.seed, args.workers))
+        if made.returncode:  # make-labels said why in one line (bad input: exit 2)
+            return made.returncode
         record.write_text(json.dumps(dict(per_band=args.per_band, seconds=time.perf_counter() - start)))
     spent = json.loads(record.read_text())["seconds"] / 60
     left = args.minutes - spent
@@ -67,8 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     for stale in ("checkpoints", "best"):  # an interrupted learning run's networks: it starts again
         shutil.rmtree(workdir / stale, ignore_errors=True)
     (workdir / "metrics.jsonl").unlink(missing_ok=True)
-    subprocess.run(learn_command(labels, workdir, args.seed, left), check=True)
-    return 0
+    return subprocess.run(learn_command(labels, workdir, args.seed, left, overrides)).returncode
 
 
 if __name__ == "__main__":

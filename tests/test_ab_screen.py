@@ -48,8 +48,6 @@ def test_label_then_learn_charges_the_labels_to_the_budget_and_reuses_them(tmp_p
     import json
 
     from experiments import label_then_learn
-    from othello_jax.agents.specs import parse_agent
-    from othello_jax.game import Othello
 
     workdir = tmp_path / "sup"
     args = ["--seed", "3", "--workdir", str(workdir), "--per-band", "8-10:200"]
@@ -59,8 +57,23 @@ def test_label_then_learn_charges_the_labels_to_the_budget_and_reuses_them(tmp_p
     record = json.loads((workdir / "labels.json").read_text())
     assert record["per_band"] == "8-10:200" and record["seconds"] > 0.6
     made = (workdir / "labels.npz").stat().st_mtime_ns
-    # a rerun with room to learn reuses the labels, still charges their measured cost, and leaves a network
-    assert label_then_learn.main(["--minutes", f"{record['seconds'] / 60 + 0.2:.3f}", *args]) == 0
+    # a rerun with room to learn reuses the labels and still charges their measured cost; the
+    # --config overrides reach the learning (4 steps here)
+    minutes = record["seconds"] / 60 + 3
+    assert label_then_learn.main(["--minutes", f"{minutes:.4f}", *args, "--config.total_steps=4",
+                                  "--config.eval_every=0"]) == 0
     assert (workdir / "labels.npz").stat().st_mtime_ns == made
-    assert "learning for the 0.20 left" in capsys.readouterr().out
-    parse_agent(f"net:ckpt={workdir},sims=4", Othello(6))
+    assert "learning for the 3.00 left" in capsys.readouterr().out
+    steps = [json.loads(line)["step"] for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert max(steps) == 4
+
+
+def test_label_then_learn_refuses_bad_input_in_one_line(tmp_path, capsys):
+    from experiments import label_then_learn
+
+    with pytest.raises(SystemExit) as stop:
+        label_then_learn.main(["--minutes", "5", "--workdir", str(tmp_path / "w"), "--network=big"])
+    assert stop.value.code == 2 and "only --config.KEY=VALUE goes to the learning" in capsys.readouterr().err
+    # make-labels' own refusal (a band beyond the board) passes through as exit 2, with no record
+    assert label_then_learn.main(["--minutes", "5", "--workdir", str(tmp_path / "w"), "--per-band", "8-40:5"]) == 2
+    assert not (tmp_path / "w" / "labels.json").exists()

@@ -237,6 +237,20 @@ def test_pretraining_on_exact_labels_then_the_quickstart_from_that_network(tmp_p
     assert re.search(r"^\[1/1\]", out, re.M) and [r["iteration"] for r in records(workdir)] == [1], out[-3000:]
 
 
+def test_exact_labels_then_learning_in_one_budget(tmp_path):
+    """The README's `python -m experiments.label_then_learn --minutes=26 --seed=0 --workdir=...`,
+    shortened by arguments (a few labels, 4 gradient steps) on the users' default devices: the
+    labels' measured minutes come off the budget and a playable network lands in the workdir."""
+    workdir = tmp_path / "sup6"
+    out = run([PYTHON, "-m", "experiments.label_then_learn", "--minutes=26", "--seed=0", f"--workdir={workdir}",
+               "--per-band=8-12:200,13-15:40", "--config.total_steps=4", "--config.log_every=2",
+               "--config.eval_every=0"])
+    assert re.search(r"^labels: \d+\.\d\d minutes; learning for the 2\d\.\d\d left$", out, re.M), out[-3000:]
+    assert re.search(r"^step +4 +loss ", out, re.M), out[-3000:]
+    out = run([OTHELLO_JAX, "eval", "--size=6", f"--black=net:ckpt={workdir},sims=2", "--white=greedy", "--games=2"])
+    assert re.search(r"^  games +2 ", out, re.M), out[-3000:]
+
+
 @pytest.mark.parametrize("command, expect", [
     ([PYTHON, "-m", "experiments.bench_env", "--batch", "64", "--plies", "8", "--repeats", "1"],
      r"^ +64 +random +[\d,]+ +[\d,]+ +\d+\.\dx"),
