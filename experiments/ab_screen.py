@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import label_then_learn
+
 CONFIG = "experiments/configs/othello6_cpu.py"
 ARMS: dict[str, list[str]] = {
     "baseline": [],
@@ -64,8 +66,9 @@ ARMS: dict[str, list[str]] = {
 # arms that learn from exact labels instead of self-play (experiments/label_then_learn.py: labels made
 # inside the budget, then supervised learning for the rest); the value is make-labels' --per-band
 LABEL_ARMS: dict[str, str] = {
-    "supervised": "8-12:50000,13-15:50000",
+    "supervised": label_then_learn.DEFAULT_BANDS,
 }
+ARM_NAMES = [*ARMS, *LABEL_ARMS]
 
 
 def uses_init_network(arm: str) -> bool:
@@ -183,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--arms", nargs="+", default=["baseline", "wdl", "score_own", "gpool", "exact10"],
-                        help=f"arms to run (of: {', '.join([*ARMS, *LABEL_ARMS])})")
+                        help=f"arms to run (of: {', '.join(ARM_NAMES)})")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--minutes", type=float, default=8.0, help="wall-clock budget of every run")
     parser.add_argument("--root", default="runs/ab", help="one workdir per run below this folder")
@@ -203,9 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         scores = score_run(workdir, args.games, args.sims, seed=0)
         (workdir / "scores.json").write_text(json.dumps(scores))
         return 0
-    unknown = [arm for arm in args.arms if arm not in ARMS and arm not in LABEL_ARMS]
+    unknown = [arm for arm in args.arms if arm not in ARM_NAMES]
     if unknown:
-        parser.error(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join([*ARMS, *LABEL_ARMS])}")
+        parser.error(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARM_NAMES)}")
     pinning = hasattr(os, "sched_getaffinity")
     available = sorted(os.sched_getaffinity(0)) if pinning else list(range(os.cpu_count() or 1))
     cores = available[: args.cores or len(available)]
