@@ -14,6 +14,10 @@ buffer before it plays or samples (:func:`write`, one masked scatter per lane an
     device:  iteration i: write the labels of iteration i-2 | self-play, store, requests | SGD
     host:    dispatch iteration i | solve the requests of iteration i-1 | wait for iteration i
 
+The iteration is dispatched from a thread of its own: on a GPU the call does not return until
+its loops have run (XLA reads each while loop's condition on the host, in the calling thread),
+so solving after the call would add the solve to the iteration instead of hiding it.
+
 A label is written only where its slot still holds the position it was solved for and
 counts as stale otherwise (the ring moved on: a buffer holding less than two iterations'
 rows). The pending requests (at most two iterations', the older solved) go into each
@@ -27,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, NamedTuple
 
 import jax
@@ -199,6 +203,11 @@ def _ready(tree: Any) -> bool:
     return all(getattr(x, "is_ready", lambda: False)() for x in jax.tree.leaves(tree))
 
 
+def _finished(running: Future) -> bool:
+    """Whether the dispatched iteration has returned (or failed) and its requests are computed."""
+    return running.done() and (running.exception() is not None or _ready(running.result()[2]))
+
+
 def _unique(mover: np.ndarray, opponent: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
     """(the distinct positions in order of first appearance, each row's index among them)."""
     pairs = np.stack([mover, opponent], axis=1)
@@ -229,13 +238,15 @@ class HostLabeller:
         self.game, self.lanes, self.workers, self.now = game, lanes, workers, now
         self.optimal_moves = optimal_moves
         self.pool = solver_pool(workers)
+        self.dispatcher = ThreadPoolExecutor(1, thread_name_prefix="iteration")  # see the module's docstring
         self.pending: list[Pending] = []
 
     def close(self) -> None:
-        """Stop the solver processes."""
+        """Stop the solver processes and the dispatching thread."""
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
             self.pool = None
+        self.dispatcher.shutdown()
 
     def restore(self, meta: dict) -> None:
         """The pending requests a checkpoint's meta holds (none in one written without them)."""
@@ -252,10 +263,11 @@ class HostLabeller:
         if due is not None and due.value is None:  # a checkpoint saved before its solve
             self._solve([due], lambda: False)
         labels, dropped = due.label_rows(self.lanes, rows) if due is not None else (no_labels(self.lanes, rows), 0)
-        state, metrics, asked = call(state, key, *schedule, labels=labels)
+        running = self.dispatcher.submit(call, state, key, *schedule, labels=labels)
         solved, solve_s, device_wait_s = self._solve([p for p in self.pending if p.value is None],
-                                                     lambda: _ready(asked))
+                                                     lambda: _finished(running))
         waiting = self.now()
+        state, metrics, asked = running.result()
         metrics, asked = jax.device_get((metrics, asked._replace(value=None)))  # requests have no values
         host_wait_s = self.now() - waiting
         self.pending.append(Pending.from_requests(asked))
