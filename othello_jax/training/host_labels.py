@@ -219,9 +219,10 @@ def _unique(mover: np.ndarray, opponent: np.ndarray) -> tuple[list[tuple[int, in
 
 
 class HostLabeller:
-    """The host side of the exact labels: pending requests (oldest first), a pool of solvers.
+    """The host side of the exact labels: pending requests (oldest first), a pool of solvers,
+    a thread that dispatches the iterations.
 
-    :meth:`iterate` runs one compiled iteration (dispatched first) and solves the previous
+    :meth:`iterate` runs one compiled iteration (dispatched first, from that thread) and solves the previous
     iteration's requests meanwhile; the labels go into the iteration after next. With
     ``optimal_moves`` each label also names the optimal moves (the policy target).
     """
