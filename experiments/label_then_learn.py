@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 DEFAULT_BANDS = "8-12:50000,13-15:50000"  # only where a label costs milliseconds (RESULTS, label cost)
@@ -36,7 +37,7 @@ def label_command(out: Path, per_band: str, seed: int, workers: int = 1) -> list
             f"--out={out}", f"--workers={workers}", "--cache=", f"--seed={seed}", "--test-share=0.05"]
 
 
-def learn_command(labels: Path, workdir: Path, seed: int, minutes: float, overrides: list[str] = ()) -> list[str]:
+def learn_command(labels: Path, workdir: Path, seed: int, minutes: float, overrides: Sequence[str] = ()) -> list[str]:
     """``train_supervised :labels6`` on ``labels`` for ``minutes`` (its cosine runs over them), with
     any ``--config.KEY=VALUE`` ``overrides`` after."""
     return [sys.executable, "-m", "experiments.train_supervised", "--config=experiments/configs/supervised.py:labels6",
