@@ -2,6 +2,9 @@
 
     python -m experiments.train_supervised --config=experiments/configs/supervised.py:cpu --workdir=runs/sl_cpu
 
+On a CPU it asks JAX for one host device per usable core (as ``othello-jax train`` does) and
+splits each batch over them; ``JAX_NUM_CPU_DEVICES`` overrides that (``=1``: one device).
+
 Progress goes to the console and ``WORKDIR/metrics.jsonl``; networks to ``WORKDIR/checkpoints``
 (latest) and ``WORKDIR/best`` (best held-out top-1), loadable by ``othello-jax accuracy`` and by
 agents like any training checkpoint.
@@ -9,12 +12,14 @@ agents like any training checkpoint.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from absl import app, flags, logging
 from ml_collections import config_flags
 
 from othello_jax.checkpoint import CheckpointError
+from othello_jax.commands.train import devices_set_by_environment, use_host_devices
 from othello_jax.data.wthor import WthorError
 from othello_jax.training import supervised
 
@@ -27,6 +32,8 @@ def main(argv: list[str]) -> int:
         print(f"train_supervised: unexpected arguments {argv[1:]}", file=sys.stderr)
         return 2
     logging.set_verbosity(logging.WARNING)  # keep the console to progress lines
+    if not devices_set_by_environment():
+        use_host_devices(len(os.sched_getaffinity(0)))  # one CPU device per core (no effect elsewhere)
     try:
         supervised.run(_CONFIG.value, _WORKDIR.value, log=lambda line: print(line, flush=True))
     except (ValueError, WthorError, CheckpointError) as error:

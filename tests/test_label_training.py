@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import subprocess
+import sys
 import types
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -150,6 +154,26 @@ def test_train_positions_trains_on_a_fixed_subset(labels_file, tmp_path):
             config.data.labels = ""
         with pytest.raises(InputError, match=message):
             supervised.resolve(config)
+
+
+def test_train_supervised_splits_each_batch_over_one_device_per_core(labels_file, tmp_path):
+    """As users run it (no JAX_NUM_CPU_DEVICES): one CPU device per usable core, the batch split over them."""
+    env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
+    env.update(JAX_PLATFORMS="cpu", PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    done = subprocess.run([sys.executable, "-m", "experiments.train_supervised",
+                           "--config=experiments/configs/supervised.py:test", f"--config.data.labels={labels_file}",
+                           "--config.total_steps=2", "--config.eval_every=2", f"--workdir={tmp_path / 'run'}"],
+                          cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    cores, batch = len(os.sched_getaffinity(0)), get_config("test").batch_size
+    expected = max(d for d in range(1, cores + 1) if batch % d == 0)
+    assert f"split over {expected} device(s)" in done.stdout, done.stdout
+    bad = subprocess.run([sys.executable, "-m", "experiments.train_supervised",
+                          "--config=experiments/configs/supervised.py:test", f"--config.data.labels={labels_file}",
+                          "--config.num_devices=3", f"--workdir={tmp_path / 'bad'}"],
+                         cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        f"train_supervised: batch_size {batch} must be a multiple of num_devices 3"), bad.stderr
 
 
 def _small_set(size: int) -> labels_lib.LabelSet:

@@ -59,6 +59,9 @@ def get_config(variant: str = "") -> ConfigDict:
     # or of total_steps done if larger); optimizer.total_steps then only places the warmup and boundaries
     c.schedule_clock = "iterations"
     c.checkpoint_keep = 2
+    # devices each batch is split over (data parallel; on a CPU one host device per core, which
+    # train_supervised asks for): 0 = the most devices that divide batch_size
+    c.num_devices = 0
 
     if variant == "cpu":
         c.network = network(blocks=3, channels=32, value_hidden=32)

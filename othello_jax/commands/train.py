@@ -111,10 +111,8 @@ def host_devices(config, workdir: str | Path, cores: int, environ: Mapping[str, 
     and the batch, so the split never makes a config invalid). None when the environment sets
     the count, or for multi-process runs. The count matters only where JAX runs on the CPU.
     """
-    flags = environ.get("XLA_FLAGS", "")
     distributed = config.distributed  # read before the settings are resolved: JAX must not start yet
-    if (environ.get("JAX_NUM_CPU_DEVICES") or "xla_force_host_platform_device_count" in flags
-            or environ.get("JAX_COORDINATOR_ADDRESS") or distributed.enabled or distributed.coordinator_address):
+    if devices_set_by_environment(environ) or distributed.enabled or distributed.coordinator_address:
         return None
     saved = checkpoint_lanes(workdir)
     lanes = int(config.replay.lanes) or saved or 0
@@ -127,6 +125,13 @@ def host_devices(config, workdir: str | Path, cores: int, environ: Mapping[str, 
     if saved and not int(config.replay.lanes):
         config.replay.lanes = saved
     return devices
+
+
+def devices_set_by_environment(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the environment already decides the devices: a CPU host device count
+    (``JAX_NUM_CPU_DEVICES``, the XLA flag) or a multi-process run (``JAX_COORDINATOR_ADDRESS``)."""
+    return bool(environ.get("JAX_NUM_CPU_DEVICES") or environ.get("JAX_COORDINATOR_ADDRESS")
+                or "xla_force_host_platform_device_count" in environ.get("XLA_FLAGS", ""))
 
 
 def use_host_devices(count: int) -> bool:

@@ -5,7 +5,10 @@ any board size: the optimal moves and the exact result, :mod:`othello_jax.traini
 The training rows live on the device; each step samples a batch uniformly, turns it into
 :class:`~othello_jax.training.samples.Samples`, applies a random dihedral symmetry per row and
 takes the same gradient step as self-play training (:func:`othello_jax.training.sgd.make_sgd_step`).
-``steps_per_call`` steps run in one compiled ``lax.scan``. The board size is the data's. With
+``steps_per_call`` steps run in one compiled ``lax.scan``. Data parallel like self-play training:
+the rows, parameters and optimizer state are replicated over a 1-D mesh of the devices, each
+batch is split over it, and XLA inserts the gradient and batch-norm all-reduces, so the
+arithmetic is the same on 1 or many devices (on a CPU, one host device per core). The board size is the data's. With
 ``schedule_clock = "minutes"`` the learning-rate schedule runs over what is left of the
 ``max_minutes`` budget once the first call has compiled (the share of it used, or of
 ``total_steps`` done if larger), so a time-limited run warms up and anneals.
@@ -28,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import optax
 import orbax.checkpoint as ocp
+from jax.sharding import Mesh
 from ml_collections import ConfigDict
 
 from othello_jax import checkpoint
@@ -37,8 +41,10 @@ from othello_jax.model import AlphaZeroNet, NetworkConfig, init_variables, make_
 from othello_jax.search.config import read_record
 from othello_jax.training import label_data, replay
 from othello_jax.training.config import CLOCKS
+from othello_jax.training.iteration import make_mesh
 from othello_jax.training.metrics import MetricsLog
 from othello_jax.training.optimizers import learning_rate_schedule, make_optimizer, position_schedule, scale_updates
+from othello_jax.training.placement import Placement, put
 from othello_jax.training.samples import Samples
 from othello_jax.training.settings import (
     LossSettings,
@@ -88,6 +94,7 @@ class SupervisedSettings:
     max_minutes: float
     schedule_clock: str
     checkpoint_keep: int
+    num_devices: int  # devices the batch is split over; 0 = the most (<= all) that divide the batch
 
 
 def resolve(config: ConfigDict) -> SupervisedSettings:
@@ -96,13 +103,18 @@ def resolve(config: ConfigDict) -> SupervisedSettings:
     # train_positions came after runs were written: an older config reads it as 0 (every position)
     data = read_record(DataSettings, config.data, "data",
                        **({} if "train_positions" in config.data else {"train_positions": 0}))
+    # num_devices came after runs were written: an older config reads it as 0 (every device)
     settings = read_record(SupervisedSettings, config, "config", data=data, network=network_config(config),
                             loss=read_record(LossSettings, config.loss, "loss"),
-                            optimizer=optimizer_settings(config.optimizer))
+                            optimizer=optimizer_settings(config.optimizer),
+                            **({} if "num_devices" in config else {"num_devices": 0}))
     need(settings.batch_size >= 1, f"batch_size must be >= 1, got {settings.batch_size}")
     need(settings.total_steps >= 1, f"total_steps must be >= 1, got {settings.total_steps}")
     need(settings.steps_per_call >= 1, f"steps_per_call must be >= 1, got {settings.steps_per_call}")
     need(settings.eval_every >= 0, "eval_every must be >= 0")
+    need(settings.num_devices >= 0, f"num_devices must be >= 0 (0 = all), got {settings.num_devices}")
+    need(settings.num_devices == 0 or settings.batch_size % settings.num_devices == 0,
+         f"batch_size {settings.batch_size} must be a multiple of num_devices {settings.num_devices}")
     need(settings.max_minutes >= 0, "max_minutes must be >= 0")
     need(settings.schedule_clock in CLOCKS,
          f"schedule_clock must be one of {', '.join(CLOCKS)}, got {settings.schedule_clock!r}")
@@ -136,8 +148,16 @@ def sample_batch(rows: Any, key: jax.Array, batch_size: int, augment: bool, game
     return replay.augment(batch, sym_key, game.size) if augment else batch
 
 
+def batch_mesh(batch_size: int, num_devices: int = 0) -> Mesh:
+    """The mesh a supervised batch is split over: ``num_devices`` devices, or (0) the most devices
+    that divide ``batch_size`` (all of them for the usual powers of two)."""
+    count = num_devices or max(d for d in range(1, jax.device_count() + 1) if batch_size % d == 0)
+    return make_mesh(count)
+
+
 def make_train_chunk(net: AlphaZeroNet, optimizer: optax.GradientTransformation, config: SupervisedSettings,
-                     game: Othello = WTHOR_GAME, to_samples: ToSamples = expert_samples) -> Callable:
+                     game: Othello = WTHOR_GAME, to_samples: ToSamples = expert_samples,
+                     mesh: Mesh | None = None) -> Callable:
     """Compiled ``(params, batch_stats, opt_state, rows, key[, position]) -> (params, batch_stats,
     opt_state, mean metrics)`` running ``config.steps_per_call`` gradient steps.
 
@@ -146,19 +166,24 @@ def make_train_chunk(net: AlphaZeroNet, optimizer: optax.GradientTransformation,
     network's convolutions runs ~30x slower there. One step per call skips the scan. With a
     schedule ``position`` (float32 in [0, 1], the minutes clock) ``optimizer`` must have been
     built with ``clock="minutes"``: the call's steps use the learning rate of that position.
+    Over ``mesh`` (default: one device) every batch is split by rows; the rest stays replicated.
     """
+    placement = Placement(mesh if mesh is not None else make_mesh(1))
     sgd_step = make_sgd_step(net, game, optimizer, config.loss)
     rate_at = position_schedule(config.optimizer)
     batch_size, augment, steps = config.batch_size, config.augment, config.steps_per_call
 
-    @jax.jit
+    def split(batch: Samples) -> Samples:
+        return jax.lax.with_sharding_constraint(batch, jax.tree.map(lambda _: placement.lanes, batch))
+
+    @functools.partial(jax.jit, out_shardings=placement.replicated)
     def chunk(params, batch_stats, opt_state, rows, key, position=None):
         step_fn = sgd_step
         if position is not None:
             step_fn = make_sgd_step(net, game, scale_updates(optimizer, rate_at(position)), config.loss)
 
         def one(carry, key):  # the data is a loop invariant, not part of the carry
-            batch = sample_batch(rows, key, batch_size, augment, game, to_samples)
+            batch = split(sample_batch(rows, key, batch_size, augment, game, to_samples))
             params, batch_stats, opt_state, metrics = step_fn(*carry, batch)
             return (params, batch_stats, opt_state), metrics
 
@@ -280,15 +305,19 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
     key, init_key = jax.random.split(key)
     # compiled: op by op, initialising the network costs more than compiling it
     variables = jax.jit(functools.partial(init_variables, net, board_size=game.size))(init_key)
-    params, batch_stats = variables["params"], variables["batch_stats"]
     minutes = settings.schedule_clock == "minutes"
     optimizer = make_optimizer(settings.optimizer, clock=settings.schedule_clock)
-    opt_state = optimizer.init(params)
+    mesh = batch_mesh(settings.batch_size, settings.num_devices)
+    # everything but the batch is replicated, placed once (the rows must not move every call)
+    replicated = Placement(mesh).replicated
+    on_mesh = (variables["params"], variables["batch_stats"], source.rows)
+    params, batch_stats, rows = put(on_mesh, jax.tree.map(lambda _: replicated, on_mesh))
+    opt_state = jax.jit(optimizer.init, out_shardings=replicated)(params)
     schedule, rate_at = learning_rate_schedule(settings.optimizer), position_schedule(settings.optimizer)
-    chunk = make_train_chunk(net, optimizer, settings, game, source.to_samples)
+    chunk = make_train_chunk(net, optimizer, settings, game, source.to_samples, mesh)
     n_params = sum(x.size for x in jax.tree.leaves(params))
     log(f"network {net_config} ({n_params:,} parameters) on {game.size}x{game.size}; up to "
-        f"{settings.total_steps} steps of {settings.batch_size}"
+        f"{settings.total_steps} steps of {settings.batch_size}, split over {mesh.size} device(s)"
         + (f", learning rate over {settings.max_minutes} minutes" if minutes else ""))
 
     schedule_start = started  # the minutes clock starts once the first call has compiled
@@ -327,7 +356,7 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
         key, sub = jax.random.split(key)
         at = position((call - 1) * steps_per_call) if minutes else None
         extra = () if at is None else (jnp.float32(at),)
-        params, batch_stats, opt_state, metrics = chunk(params, batch_stats, opt_state, source.rows, sub, *extra)
+        params, batch_stats, opt_state, metrics = chunk(params, batch_stats, opt_state, rows, sub, *extra)
         if call == 1:
             schedule_start = time.time()
         step = call * steps_per_call
