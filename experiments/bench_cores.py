@@ -1,5 +1,8 @@
 """Training positions/s on one core vs all cores (the quickstart config), one command, side by side.
 
+``--workload supervised:6x64`` times supervised learning's gradient step instead (examples/s;
+``--iterations`` steps of 256): its batch is split over the host devices the same way.
+
 Each leg runs in its own subprocess (the host device count is fixed when JAX starts): the
 quickstart config (``experiments/configs/othello6_cpu.py``) is compiled, one iteration warms up,
 then ``--iterations`` compiled iterations (self-play + SGD) are timed; compile time is excluded.
@@ -105,7 +108,55 @@ def worker(devices: int, lanes: int, iterations: int) -> dict:
             "loss": float(metrics["loss"]), **profile}
 
 
-def leg(name: str, cores: int, lanes: int, iterations: int) -> dict:
+def supervised_worker(devices: int, steps: int, network: str) -> dict:
+    """Time ``steps`` supervised gradient steps (``supervised.py:labels6``, batch 256, the
+    ``network`` "BLOCKSxCHANNELS") on the shipped 6x6 test set's positions as labelled rows."""
+    import jax
+    import numpy as np
+
+    from experiments.configs.supervised import get_config
+    from experiments.timing import Stopwatch
+    from othello_jax.evaluation import labels as labels_lib
+    from othello_jax.game import Othello
+    from othello_jax.model import init_variables, make_network
+    from othello_jax.solver import solved_moves
+    from othello_jax.training import label_data, supervised
+    from othello_jax.training.optimizers import make_optimizer
+    from othello_jax.training.placement import Placement
+
+    assert jax.device_count() == devices, (jax.devices(), devices)
+    config = get_config("labels6")
+    blocks, channels = (int(x) for x in network.split("x"))
+    config.network.update(blocks=blocks, channels=channels, value_hidden=channels)
+    config.update(schedule_clock="iterations", num_devices=devices)
+    settings = supervised.resolve(config)
+    positions = solved_moves.load()
+    n = len(positions)
+    rows = label_data.to_device(labels_lib.LabelSet(positions, np.arange(n, dtype=np.int32), np.zeros(n, np.int8),
+                                                    np.full(n, "train"), np.full(n, "shipped")))
+    net, optimizer = make_network(6, settings.network), make_optimizer(settings.optimizer)
+    mesh = supervised.batch_mesh(settings.batch_size, devices)
+    placement = Placement(mesh)
+    variables = init_variables(net, jax.random.PRNGKey(0), board_size=6)
+    params, batch_stats, rows = placement.replicate((variables["params"], variables["batch_stats"], rows))
+    opt_state = jax.jit(optimizer.init, out_shardings=placement.replicated)(params)
+    chunk = supervised.make_train_chunk(net, optimizer, settings, Othello(6), label_data.label_samples, mesh)
+    with Stopwatch() as compiling:
+        params, batch_stats, opt_state, metrics = jax.block_until_ready(
+            chunk(params, batch_stats, opt_state, rows, jax.random.PRNGKey(1)))
+    threads0 = thread_cpu()
+    with Stopwatch() as training:
+        for i in range(steps):
+            params, batch_stats, opt_state, metrics = chunk(params, batch_stats, opt_state, rows,
+                                                            jax.random.PRNGKey(2 + i))
+        jax.block_until_ready(metrics)
+    profile = thread_profile(threads0, thread_cpu())
+    return {"positions_per_s": steps * settings.batch_size / training.wall, "s_per_iteration": training.wall / steps,
+            "cores_busy": training.cpu / training.wall, "compile_s": compiling.wall, "devices": devices,
+            "loss": float(metrics["loss"]), **profile}
+
+
+def leg(name: str, cores: int, lanes: int, iterations: int, workload: str = "selfplay") -> dict:
     """Run one leg in a subprocess; returns the worker's JSON."""
     pin = name == "one"
     devices = 1 if name in ("one", "threads", "plain") else cores
@@ -117,7 +168,7 @@ def leg(name: str, cores: int, lanes: int, iterations: int) -> dict:
         flags += THREAD_FLAGS.split()
     env["XLA_FLAGS"] = " ".join(flags)
     command = [sys.executable, "-m", "experiments.bench_cores", "--worker", str(devices), "--lanes", str(lanes),
-               "--iterations", str(iterations)]
+               "--iterations", str(iterations), "--workload", workload]
     if pin:
         command = ["taskset", "-c", "0"] + command
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
@@ -132,20 +183,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="how the all-cores leg uses the cores (several: one leg each)")
     parser.add_argument("--iterations", type=int, default=3, help="timed iterations per leg (after one warm-up)")
     parser.add_argument("--lanes", type=int, default=0, help="replay lanes in every leg (0: the core count)")
+    parser.add_argument("--workload", default="selfplay",
+                        help="selfplay (the quickstart's iteration), or supervised:BLOCKSxCHANNELS (a "
+                             "supervised.py:labels6 gradient step, e.g. supervised:6x64; --iterations = steps)")
     parser.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    supervised_net = args.workload.removeprefix("supervised:") if args.workload.startswith("supervised:") else ""
+    if args.workload != "selfplay" and not supervised_net:
+        parser.error(f"--workload must be selfplay or supervised:BLOCKSxCHANNELS, got {args.workload!r}")
     if args.worker:
-        print(json.dumps(worker(args.worker, args.lanes, args.iterations)))
+        result = (supervised_worker(args.worker, args.iterations, supervised_net) if supervised_net
+                  else worker(args.worker, args.lanes, args.iterations))
+        print(json.dumps(result))
         return 0
     cores = len(os.sched_getaffinity(0))
     lanes = args.lanes or cores
     load = os.getloadavg()[0]
-    print(f"quickstart config, {cores} cores, {lanes} lane(s), {args.iterations} timed iterations per leg, "
-          f"load average {load:.2f} at start")
-    results = {"one": leg("one", cores, lanes, args.iterations)}
+    what = (f"supervised learning ({supervised_net}, batch 256), {args.iterations} timed steps" if supervised_net
+            else f"quickstart config, {lanes} lane(s), {args.iterations} timed iterations")
+    print(f"{what} per leg, {cores} cores, load average {load:.2f} at start")
+    results = {"one": leg("one", cores, lanes, args.iterations, args.workload)}
     for mode in args.mode:
-        results[mode] = leg(mode, cores, lanes, args.iterations)
-    print(f"{'leg':<8} {'devices':>7} {'positions/s':>12} {'s/iter':>7} {'cores busy':>10} {'parallelism':>11} "
+        results[mode] = leg(mode, cores, lanes, args.iterations, args.workload)
+    rate = "examples/s" if supervised_net else "positions/s"
+    print(f"{'leg':<8} {'devices':>7} {rate:>12} {'s/iter':>7} {'cores busy':>10} {'parallelism':>11} "
           f"{'compile s':>9}  busiest threads (CPU s)")
     for name, r in results.items():
         busiest = ", ".join(f"{n} {s}" for n, s in r["busiest"])

@@ -12,6 +12,9 @@ written to ``WORKDIR/labels.json``; the network lands in ``WORKDIR`` like any su
 ``--config.KEY=VALUE`` arguments go to the learning (``experiments/configs/supervised.py``), e.g.
 ``--config.network.channels=64``.
 
+The learning splits each batch over one CPU device per usable core (``train_supervised``'s
+default): pin the command (``taskset -c 0``, or ``JAX_NUM_CPU_DEVICES=1``) to measure one core.
+
 A rerun reuses finished labels (their measured cost still comes off the budget) and learns again
 from the start: supervised runs do not resume, so an interrupted one's outputs are replaced.
 """

@@ -269,3 +269,14 @@ def test_benchmarks(command, expect, shared_data):
 def test_bench_cores():
     out = run([PYTHON, "-m", "experiments.bench_cores", "--iterations", "1"], timeout=1200)
     assert re.search(r"^all cores vs one: \d+\.\d\dx$", out, re.M), out
+
+
+def test_bench_cores_times_the_supervised_step_on_both_layouts():
+    """The supervised workload: one pinned device, then the batch split over one device per core."""
+    out = run([PYTHON, "-m", "experiments.bench_cores", "--workload", "supervised:1x8", "--iterations", "2"],
+              timeout=600)
+    cores = len(os.sched_getaffinity(0))
+    devices = max(d for d in range(1, cores + 1) if 256 % d == 0)
+    assert re.search(r"^supervised learning \(1x8, batch 256\), 2 timed steps per leg", out, re.M), out
+    assert re.search(r"^one +1 +\d+ ", out, re.M) and re.search(rf"^devices +{devices} +\d+ ", out, re.M), out
+    assert re.search(r"^all cores vs one: \d+\.\d\dx$", out, re.M), out

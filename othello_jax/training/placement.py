@@ -79,6 +79,11 @@ class Placement:
         """Rows per lane (leaves ``[lanes, ...]``, e.g. host labels) split by lanes on the mesh."""
         return put(tree, jax.tree.map(lambda _: self.lanes, tree))
 
+    def replicate(self, tree: Any) -> Any:
+        """A full copy of ``tree`` on every device, placed once (e.g. parameters and the training
+        rows of supervised learning, which must not move on every call)."""
+        return put(tree, jax.tree.map(lambda _: self.replicated, tree))
+
     def key(self, key: Any) -> jax.Array:
         """A PRNG key (or any small array) replicated on the mesh."""
         return _put_leaf(key, self.replicated)

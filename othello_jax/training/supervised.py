@@ -8,10 +8,10 @@ takes the same gradient step as self-play training (:func:`othello_jax.training.
 ``steps_per_call`` steps run in one compiled ``lax.scan``. Data parallel like self-play training:
 the rows, parameters and optimizer state are replicated over a 1-D mesh of the devices, each
 batch is split over it, and XLA inserts the gradient and batch-norm all-reduces, so the
-arithmetic is the same on 1 or many devices (on a CPU, one host device per core). The board size is the data's. With
-``schedule_clock = "minutes"`` the learning-rate schedule runs over what is left of the
-``max_minutes`` budget once the first call has compiled (the share of it used, or of
-``total_steps`` done if larger), so a time-limited run warms up and anneals.
+arithmetic is the same on 1 or many devices (on a CPU, one host device per core). The board
+size is the data's. With ``schedule_clock = "minutes"`` the learning-rate schedule runs over
+what is left of the ``max_minutes`` budget once the first call has compiled (the share of it
+used, or of ``total_steps`` done if larger), so a time-limited run warms up and anneals.
 :func:`run` is the whole loop: data, periodic held-out evaluation, JSON-lines metrics and orbax
 checkpoints that :func:`othello_jax.checkpoint.load_agent_variables` reads like a self-play checkpoint.
 """
@@ -44,7 +44,7 @@ from othello_jax.training.config import CLOCKS
 from othello_jax.training.iteration import make_mesh
 from othello_jax.training.metrics import MetricsLog
 from othello_jax.training.optimizers import learning_rate_schedule, make_optimizer, position_schedule, scale_updates
-from othello_jax.training.placement import Placement, put
+from othello_jax.training.placement import Placement
 from othello_jax.training.samples import Samples
 from othello_jax.training.settings import (
     LossSettings,
@@ -308,11 +308,9 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
     minutes = settings.schedule_clock == "minutes"
     optimizer = make_optimizer(settings.optimizer, clock=settings.schedule_clock)
     mesh = batch_mesh(settings.batch_size, settings.num_devices)
-    # everything but the batch is replicated, placed once (the rows must not move every call)
-    replicated = Placement(mesh).replicated
-    on_mesh = (variables["params"], variables["batch_stats"], source.rows)
-    params, batch_stats, rows = put(on_mesh, jax.tree.map(lambda _: replicated, on_mesh))
-    opt_state = jax.jit(optimizer.init, out_shardings=replicated)(params)
+    placement = Placement(mesh)  # everything but the batch is replicated
+    params, batch_stats, rows = placement.replicate((variables["params"], variables["batch_stats"], source.rows))
+    opt_state = jax.jit(optimizer.init, out_shardings=placement.replicated)(params)
     schedule, rate_at = learning_rate_schedule(settings.optimizer), position_schedule(settings.optimizer)
     chunk = make_train_chunk(net, optimizer, settings, game, source.to_samples, mesh)
     n_params = sum(x.size for x in jax.tree.leaves(params))
