@@ -122,25 +122,21 @@ def supervised_worker(devices: int, steps: int, network: str) -> dict:
     from othello_jax.solver import solved_moves
     from othello_jax.training import label_data, supervised
     from othello_jax.training.optimizers import make_optimizer
-    from othello_jax.training.placement import Placement
 
     assert jax.device_count() == devices, (jax.devices(), devices)
-    config = get_config("labels6")
+    config = get_config("labels6")  # num_devices 0: train_supervised's split over these devices
     blocks, channels = (int(x) for x in network.split("x"))
     config.network.update(blocks=blocks, channels=channels, value_hidden=channels)
-    config.update(schedule_clock="iterations", num_devices=devices)
+    config.schedule_clock = "iterations"
     settings = supervised.resolve(config)
     positions = solved_moves.load()
     n = len(positions)
     rows = label_data.to_device(labels_lib.LabelSet(positions, np.arange(n, dtype=np.int32), np.zeros(n, np.int8),
                                                     np.full(n, "train"), np.full(n, "shipped")))
     net, optimizer = make_network(6, settings.network), make_optimizer(settings.optimizer)
-    mesh = supervised.batch_mesh(settings.batch_size, devices)
-    placement = Placement(mesh)
     variables = init_variables(net, jax.random.PRNGKey(0), board_size=6)
-    params, batch_stats, rows = placement.replicate((variables["params"], variables["batch_stats"], rows))
-    opt_state = jax.jit(optimizer.init, out_shardings=placement.replicated)(params)
-    chunk = supervised.make_train_chunk(net, optimizer, settings, Othello(6), label_data.label_samples, mesh)
+    chunk, mesh, params, batch_stats, opt_state, rows = supervised.place_training(
+        net, optimizer, settings, Othello(6), rows, label_data.label_samples, variables)
     with Stopwatch() as compiling:
         params, batch_stats, opt_state, metrics = jax.block_until_ready(
             chunk(params, batch_stats, opt_state, rows, jax.random.PRNGKey(1)))
@@ -152,7 +148,7 @@ def supervised_worker(devices: int, steps: int, network: str) -> dict:
         jax.block_until_ready(metrics)
     profile = thread_profile(threads0, thread_cpu())
     return {"positions_per_s": steps * settings.batch_size / training.wall, "s_per_iteration": training.wall / steps,
-            "cores_busy": training.cpu / training.wall, "compile_s": compiling.wall, "devices": devices,
+            "cores_busy": training.cpu / training.wall, "compile_s": compiling.wall, "devices": mesh.size,
             "loss": float(metrics["loss"]), **profile}
 
 

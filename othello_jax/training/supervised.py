@@ -199,6 +199,29 @@ def make_train_chunk(net: AlphaZeroNet, optimizer: optax.GradientTransformation,
     return chunk
 
 
+class PlacedTraining(NamedTuple):
+    """A run's compiled steps and their inputs, every one already on ``mesh`` (see :func:`place_training`)."""
+
+    chunk: Callable  # make_train_chunk's compiled steps over mesh
+    mesh: Mesh
+    params: Any
+    batch_stats: Any
+    opt_state: Any
+    rows: Any
+
+
+def place_training(net: AlphaZeroNet, optimizer: optax.GradientTransformation, config: SupervisedSettings,
+                   game: Othello, rows: Any, to_samples: ToSamples, variables: dict) -> PlacedTraining:
+    """The compiled steps over :func:`batch_mesh`, with the network ``variables``, a fresh optimizer
+    state and the training ``rows`` replicated on it once (the rows must not move on every call)."""
+    mesh = batch_mesh(config.batch_size, config.num_devices)
+    placement = Placement(mesh)
+    params, batch_stats, rows = placement.replicate((variables["params"], variables["batch_stats"], rows))
+    opt_state = jax.jit(optimizer.init, out_shardings=placement.replicated)(params)
+    chunk = make_train_chunk(net, optimizer, config, game, to_samples, mesh)
+    return PlacedTraining(chunk, mesh, params, batch_stats, opt_state, rows)
+
+
 def check_config(config: ConfigDict) -> SupervisedSettings:
     """:func:`resolve`, and the labels files (or, without them, the WThor directory) must exist;
     one-line ``InputError`` otherwise."""
@@ -307,12 +330,9 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
     variables = jax.jit(functools.partial(init_variables, net, board_size=game.size))(init_key)
     minutes = settings.schedule_clock == "minutes"
     optimizer = make_optimizer(settings.optimizer, clock=settings.schedule_clock)
-    mesh = batch_mesh(settings.batch_size, settings.num_devices)
-    placement = Placement(mesh)  # everything but the batch is replicated
-    params, batch_stats, rows = placement.replicate((variables["params"], variables["batch_stats"], source.rows))
-    opt_state = jax.jit(optimizer.init, out_shardings=placement.replicated)(params)
+    chunk, mesh, params, batch_stats, opt_state, rows = place_training(
+        net, optimizer, settings, game, source.rows, source.to_samples, variables)
     schedule, rate_at = learning_rate_schedule(settings.optimizer), position_schedule(settings.optimizer)
-    chunk = make_train_chunk(net, optimizer, settings, game, source.to_samples, mesh)
     n_params = sum(x.size for x in jax.tree.leaves(params))
     log(f"network {net_config} ({n_params:,} parameters) on {game.size}x{game.size}; up to "
         f"{settings.total_steps} steps of {settings.batch_size}, split over {mesh.size} device(s)"
