@@ -33,11 +33,12 @@ from pathlib import Path
 DEFAULT_BANDS = "8-12:50000,13-15:50000"  # only where a label costs milliseconds (RESULTS, label cost)
 
 
-def label_command(out: Path, per_band: str, seed: int, workers: int = 1) -> list[str]:
+def label_command(out: Path, per_band: str, seed: int, workers: int = 1, train_solve: str = "every-move") -> list[str]:
     """``make-labels`` with no cache, so every solve is inside the budget (the same file whatever
     ``workers``)."""
     return [sys.executable, "-m", "othello_jax.cli", "make-labels", "--source=offdist", f"--per-band={per_band}",
-            f"--out={out}", f"--workers={workers}", "--cache=", f"--seed={seed}", "--test-share=0.05"]
+            f"--out={out}", f"--workers={workers}", "--cache=", f"--seed={seed}", "--test-share=0.05",
+            f"--train-solve={train_solve}"]
 
 
 def learn_command(labels: Path, workdir: Path, seed: int, minutes: float, overrides: Sequence[str] = ()) -> list[str]:
@@ -57,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-band", default=DEFAULT_BANDS, help=f"make-labels' --per-band (default {DEFAULT_BANDS})")
     parser.add_argument("--workers", type=int, default=1,
                         help="solver processes for the labels (default 1: the A/B's one core per run)")
+    parser.add_argument("--train-solve", default="every-move", choices=("every-move", "targets"),
+                        help="make-labels' --train-solve: 'targets' solves training rows only for the value and "
+                             "optimal moves learning uses (cheaper; default every-move, as the earlier entries ran)")
     args, overrides = parser.parse_known_args(argv)
     unknown = [item for item in overrides if not item.startswith("--config.")]
     if unknown:
@@ -66,10 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     labels, record = workdir / "labels.npz", workdir / "labels.json"
     if not record.exists():
         start = time.perf_counter()
-        made = subprocess.run(label_command(labels, args.per_band, args.seed, args.workers))
+        made = subprocess.run(label_command(labels, args.per_band, args.seed, args.workers, args.train_solve))
         if made.returncode:  # make-labels said why in one line (bad input: exit 2)
             return made.returncode
-        record.write_text(json.dumps(dict(per_band=args.per_band, seconds=time.perf_counter() - start)))
+        record.write_text(json.dumps(dict(per_band=args.per_band, train_solve=args.train_solve,
+                                          seconds=time.perf_counter() - start)))
     spent = json.loads(record.read_text())["seconds"] / 60
     left = args.minutes - spent
     if left <= 0:

@@ -2,10 +2,10 @@
 test-set score across simulation counts and play-time search settings.
 
     python -m experiments.search_scaling --checkpoint runs/othello6_cpu [--sims 0 16 128 400]
-        [--set maxvisit_init=5 ...] [--no-variants]
+        [--set maxvisit_init=5 ...] [--no-variants] [--testset FILE [--positions N]]
 
-On the perfect-play test set (500 positions, 12-24 empties, every move's exact value known) it
-prints:
+On the perfect-play test set (500 positions, 12-24 empties, every move's exact value known; or
+``--testset``, e.g. a labelled set, whose rows solved in full count) it prints:
 
 - value calibration, by band of empties: the network's value ``v`` (mover's view) against the
   exact outcome ``z`` (sign of the exact disc value: +1 win, 0 draw, -1 loss): mean ``|v - z|``,
@@ -14,7 +14,10 @@ prints:
 - move choice without search: the policy's top move, and the move whose child the value head
   likes best (one ply of value look-ahead), as share of optimal moves and disc loss per move;
   a value head that picks worse moves than the policy caps what search can add;
-- the test-set score at each simulation count (``0`` = raw policy), Gumbel as in the arena;
+- the test-set score at each simulation count (``0`` = raw policy), Gumbel as in the arena, and
+  split by how decided the position is (its exact value's size): a value head trained on the
+  result alone (win/draw/loss) sees no difference between losing by 2 and by 20, so where every
+  move loses (or wins) the search can only follow the policy;
 - at the largest count, play-time settings: considered actions, the q-transform's
   ``value_scale`` and ``maxvisit_init``, and PUCT.
 
@@ -43,7 +46,7 @@ from othello_jax.solver import solved_moves as ts
 def _line(label: str, report) -> str:
     t = report.total
     bands = "  ".join(f"{h}-{lo}: {line.optimal:.1%}/{line.disc_loss:.2f}"
-                      for (h, lo), line in report.bands.items())
+                      for (h, lo), line in report.bands.items() if line.moves)
     return (f"  {label:<34} optimal {t.optimal:6.1%} +- {(t.optimal_interval[1] - t.optimal_interval[0]) / 2:.1%}"
             f"   loss/move {t.disc_loss:5.2f}   [{bands}]")
 
@@ -65,6 +68,22 @@ def calibration(values: np.ndarray, testset: ts.TestSet, keep: np.ndarray) -> li
     return lines
 
 
+MARGINS = ((0, 4, "close, |value| <= 4"), (5, 12, "5 <= |value| <= 12"), (13, 64, "decided, |value| >= 13"))
+
+
+def by_margin(testset: ts.TestSet, chosen: dict[int, np.ndarray]) -> list[str]:
+    """Lines: each simulation count's score on the positions of each size of exact value."""
+    lines = []
+    size = np.abs(testset.best.astype(np.int64))
+    for low, high, label in MARGINS:
+        rows = np.flatnonzero((size >= low) & (size <= high))
+        lines.append(f"  {label}: {len(rows)} positions")
+        if len(rows):
+            lines += [_line(f"  {sims}", score_actions(testset.take(rows), actions[rows]))
+                      for sims, actions in chosen.items()]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True, help="a 6x6 training workdir or checkpoint directory")
@@ -73,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="search settings changed in every search (e.g. maxvisit_init=5 rescale_values=false)")
     parser.add_argument("--no-variants", action="store_true", help="skip the play-time settings variants")
+    parser.add_argument("--testset", default=None, help="a 6x6 test set or labelled set (default: the shipped one)")
+    parser.add_argument("--positions", type=int, default=0,
+                        help="score this many of its informative positions (seeded; 0: all)")
     args = parser.parse_args(argv)
 
     changes = {}
@@ -95,7 +117,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     game = Othello(6)
     apply_fn = functools.partial(make_network(6, network_config).apply, train=False)
-    testset = ts.load()
+    testset = ts.load(args.testset)
+    if testset.size != 6:
+        print(f"error: {args.testset} is {testset.size}x{testset.size}; the network plays 6x6", file=sys.stderr)
+        return 2
+    informative_rows = np.flatnonzero(ts.informative(testset))
+    if args.positions and args.positions < len(informative_rows):
+        informative_rows = np.sort(np.random.default_rng(0).choice(informative_rows, args.positions, replace=False))
+    testset = testset.take(informative_rows)
     keep = ts.informative(testset)
     states = ts.to_states(testset)
     rows = len(testset)
@@ -119,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         def one(action):
             child = game.step(states, jnp.full(states.terminal.shape, action, jnp.int32))
             _, v = apply_fn(variables, game.observation(child))
-            return -jnp.where(child.terminal, game.outcome(child)[0].astype(v.dtype), v)
+            final = game.result_value(game.outcome(child)[1], network_config.value_margin).astype(v.dtype)
+            return -jnp.where(child.terminal, final, v)
         return jax.vmap(one, out_axes=1)(jnp.arange(game.num_actions))
 
     look = np.asarray(child_values(states))
@@ -127,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     print(_line("value head, one ply", score_actions(testset, value_move)))
 
     def searched(config) -> tuple[np.ndarray, np.ndarray]:
-        run = jax.jit(lambda s, k: search_lib.run_search(config, apply_fn, variables, s, k, game))
+        run = jax.jit(lambda s, k: search_lib.run_search(config, apply_fn, variables, s, k, game,
+                                                         network_config.value_margin))
         actions, roots = [], []
         for start in range(0, rows, args.batch):
             part = jax.tree.map(lambda x: x[start:start + args.batch], states)
@@ -137,13 +168,16 @@ def main(argv: list[str] | None = None) -> int:
         return np.concatenate(actions), np.concatenate(roots)
 
     print("test-set score by simulations (gumbel, as in the arena):")
-    root_values = None
+    root_values, chosen = None, {}
     for sims in args.sims:
         if sims == 0:
+            chosen[sims] = policy_move
             print(_line("0 (raw policy)", score_actions(testset, policy_move)))
             continue
-        actions, root_values = searched(playing("gumbel", sims))
-        print(_line(f"{sims}", score_actions(testset, actions)))
+        chosen[sims], root_values = searched(playing("gumbel", sims))
+        print(_line(f"{sims}", score_actions(testset, chosen[sims])))
+    print("the same, by the size of the position's exact value (discs; mover's view):")
+    print("\n".join(by_margin(testset, chosen)))
     top = max(args.sims)
     if root_values is not None:
         print(f"search root value at {top} simulations against the exact outcome:")

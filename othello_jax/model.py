@@ -50,10 +50,17 @@ class NetworkConfig:
     ownership_head: bool = False  # auxiliary head: final owner of every square (tanh per square)
     global_pool: bool = False  # KataGo-style global pooling biases in the residual blocks
     move_planes: bool = False  # input planes of both sides' legal moves, derived from the disc planes
+    # what the value head predicts: (1 - m) * result + m * final disc difference / squares
+    # (Othello.result_value); 0 = the result alone. Searches value finished games the same way.
+    value_margin: float = 0.0
 
     def __post_init__(self) -> None:
         if self.value_head not in VALUE_HEADS:
             raise InputError(f"unknown network.value_head {self.value_head!r}; choose from {', '.join(VALUE_HEADS)}")
+        if not 0.0 <= self.value_margin <= 1.0:
+            raise InputError(f"network.value_margin must be in [0, 1], got {self.value_margin}")
+        if self.value_margin and self.value_head != "scalar":
+            raise InputError("network.value_margin needs the scalar value head (a WDL head predicts results only)")
 
     @property
     def final_board_targets(self) -> bool:

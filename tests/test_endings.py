@@ -26,16 +26,40 @@ def test_ending_moves_equal_stepping_every_move(size, games, seed):
     every position of random games (passes and finished games included)."""
     game = Othello(size)
     states = random_positions(size, games=games, seed=seed)
-    ends, result, legal = jax.jit(lambda s: (*game.ending_moves(s), game.legal_moves(s)))(states)
+    ends, difference, legal = jax.jit(lambda s: (*game.ending_moves(s), game.legal_moves(s)))(states)
     over, moved_result = step_every_action(game, states)
     legal = np.asarray(legal)
     want_ends = legal & np.asarray(over)
     want_result = np.where(want_ends, np.asarray(moved_result), 0)
     np.testing.assert_array_equal(np.asarray(ends), want_ends)
-    np.testing.assert_array_equal(np.asarray(result), want_result)
+    np.testing.assert_array_equal(np.sign(np.asarray(difference)), want_result)
+    np.testing.assert_array_equal(np.asarray(difference), np.where(want_ends, stepped_differences(game, states), 0))
     assert not np.asarray(ends)[:, game.pass_action].any()
     # the sample has every kind: wins, losses and draws on the spot, and positions with none
     assert {-1, 0, 1} <= set(want_result[want_ends].tolist()) and (~want_ends.any(-1) & legal.any(-1)).any()
+
+
+def stepped_differences(game: Othello, states: State) -> np.ndarray:
+    """[P, A]: the final disc difference for the mover after each action, by stepping it (empties
+    to the winner once the game is over, as ``Othello.outcome`` counts them)."""
+    expand = lambda x: jnp.broadcast_to(x[:, None], (x.shape[0], game.num_actions) + x.shape[1:])
+    actions = jnp.broadcast_to(jnp.arange(game.num_actions, dtype=jnp.int32), states.ply.shape + (game.num_actions,))
+    children = game.step(jax.tree.map(expand, states), actions)
+    return -np.asarray(game.outcome(children)[1])
+
+
+def test_result_value_orders_results_then_margins():
+    """``Othello.result_value``: margin 0 is the result; any margin keeps every win above every
+    draw above every loss and grows with the disc difference; margin 1 is the difference alone."""
+    game = Othello(6)
+    differences = np.arange(-36, 37)
+    np.testing.assert_array_equal(np.asarray(game.result_value(differences)), np.sign(differences))
+    for margin in (0.25, 0.5, 1.0):
+        value = np.asarray(game.result_value(differences, margin))
+        assert (np.diff(value) > 0).all() and (np.sign(value) == np.sign(differences)).all()
+        assert value[0] == pytest.approx(-1.0) and value[-1] == pytest.approx(1.0)
+    np.testing.assert_allclose(np.asarray(game.result_value(differences, 0.5)),
+                               0.5 * np.sign(differences) + 0.5 * differences / 36, rtol=1e-6)
 
 
 def board(*rows: str, side: str = "X", blob: str = "") -> State:
@@ -90,6 +114,34 @@ def test_hand_built_endings_value_and_mask():
         want_kept = sorted(parse_square(m) for m in kept.split())
         assert np.flatnonzero(logits[row] > MIN).tolist() == want_kept, name
         np.testing.assert_array_equal(plain_logits[row] > MIN, legal[row], err_msg=name)
+
+
+def test_a_margin_networks_search_values_finished_games_on_its_scale(monkeypatch):
+    """``value_margin`` 0.5: the evaluated value where every move ends the game, and the search's
+    q of that move (its reward), are ``result_value`` of the final difference stepped to; a
+    network's players pass its own margin to the search."""
+    game = Othello(8)
+    names = ["c3 is the only move, lost", "last empty a1 wins 63-1", "c3 is the only move, drawn (3-3)"]
+    states = jax.tree.map(lambda *x: jnp.stack(x), *[POSITIONS[n][0] for n in names])
+    moves = np.array([parse_square(POSITIONS[n][3]) for n in names])
+    final = stepped_differences(game, states)[np.arange(len(names)), moves]
+    want = np.asarray(game.result_value(final, 0.5))
+    assert want[0] < -0.5 and 0.5 < want[1] < 1.0 and want[2] == 0.0 and abs(want[0]) != 1.0
+    values = jnp.full(len(names), 0.3, jnp.float32)
+    _, value = jax.jit(lambda v, s: evaluate(_constant_network, v, s, game, None, True, 0.5))(values, states)
+    np.testing.assert_allclose(np.asarray(value), want, rtol=1e-6)
+    run = jax.jit(lambda v, s, k: search.run_search(playing_search_config("gumbel", 4), _constant_network, v, s, k,
+                                                     game, 0.5))
+    result = run(values, states, jax.random.key(0))
+    np.testing.assert_allclose(np.asarray(result.q)[np.arange(len(names)), moves], want, rtol=1e-6)
+
+    from othello_jax.agents import neural
+    from othello_jax.model import NetworkConfig
+
+    seen, real = [], neural.policy_fn
+    monkeypatch.setattr(neural, "policy_fn", lambda *args: seen.append(args) or real(*args))
+    neural.network_agent(game, NetworkConfig(blocks=1, channels=8, value_hidden=8, value_margin=0.25), None, sims=2)
+    assert seen and seen[0][-1] == 0.25
 
 
 ISSUE_LINE = "d3c3c4c5f6f3e3g7g3h3"  # black 1 disc to 13; e2, g2, c6, e6 each allow a reply taking every black disc

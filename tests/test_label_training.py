@@ -239,3 +239,43 @@ def test_a_labels6_network_starts_the_quickstart_run(labels_file, tmp_path):
     state, _ = program.start(0, program.initial_network())
     for got, expected in zip(jax.tree.leaves(state.params), jax.tree.leaves(saved["params"]), strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+
+def test_a_margin_value_network_learns_exact_values_and_plays_on_their_scale(labels, labels_file, tmp_path):
+    """``network.value_margin=0.5``: value targets are 0.5 * result + 0.5 * exact discs / squares,
+    the held-out value score reads results on that scale, the checkpoint says so, and its players
+    search with it; WThor and self-play refuse it (one-line errors)."""
+    positions = labels.positions
+    _, value = label_data.targets(positions, 0.5)
+    sign = np.sign(positions.best.astype(np.float32))
+    np.testing.assert_allclose(value, 0.5 * sign + 0.5 * positions.best / 36, rtol=1e-6)
+    assert (np.sign(value) == sign).all() and set(label_data.value_class(value, 0.5).tolist()) == {-1, 0, 1}
+    np.testing.assert_array_equal(label_data.value_class(value, 0.5), sign)
+    rows = label_data.to_device(labels, 0.5)
+    np.testing.assert_allclose(np.asarray(label_data.label_samples(rows, jnp.arange(len(labels)), GAME).value), value)
+
+    result = supervised.run(_config(labels_file, **{"network.value_margin": 0.5}), tmp_path / "run",
+                            log=lambda _: None)
+    network, variables, _ = load_agent_variables(tmp_path / "run")
+    assert network.value_margin == 0.5
+    test = labels.take(labels.split == "test").positions
+    apply = jax.jit(functools.partial(make_network(6, network).apply, train=False))
+    predicted = np.asarray(apply(variables, GAME.observation(ts.to_states(test)))[1])
+    assert result["value_sign"] == pytest.approx(np.mean(label_data.value_class(predicted, 0.5) == np.sign(test.best)))
+    assert result["value_mse"] == pytest.approx(np.mean((predicted - label_data.value_targets(test, 0.5)) ** 2),
+                                                rel=1e-5)
+
+    config = _config(labels_file, **{"network.value_margin": 0.5})
+    config.data.labels = ""
+    with pytest.raises(InputError, match="network.value_margin needs data.labels"):
+        supervised.resolve(config)
+    with pytest.raises(InputError, match=r"value_margin must be in \[0, 1\]"):
+        supervised.resolve(_config(labels_file, **{"network.value_margin": 1.5}))
+    from experiments.configs import othello6_cpu
+    from othello_jax.training.iteration import make_mesh
+    from othello_jax.training.program import make_train
+
+    quickstart = othello6_cpu.get_config()
+    quickstart.init_network = str(tmp_path / "run")
+    with pytest.raises(InputError, match="predicts margins"):
+        make_train(quickstart, make_mesh(1)).initial_network()

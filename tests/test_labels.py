@@ -12,12 +12,14 @@ import pytest
 
 from othello_jax import cli
 from othello_jax.agents import parse_agent
+from othello_jax.errors import InputError
 from othello_jax.evaluation import labels as labels_lib
 from othello_jax.evaluation.perfect_set import score_agent
 from othello_jax.game import Othello
 from othello_jax.solver import c_solver
 from othello_jax.solver import solved_moves as ts
 from othello_jax.solver.cache import SolvedPositions
+from othello_jax.training.label_data import targets
 from tests.solver_helpers import BruteForce
 
 GAME = Othello(6)
@@ -72,6 +74,47 @@ def test_same_bytes_whatever_the_workers_and_the_cache(offdist, tmp_path):
     assert labels_lib.to_bytes(other) != labels_lib.to_bytes(offdist)
 
 
+def test_training_rows_solved_for_their_targets_only(tmp_path):
+    """``train_solve="targets"``: training rows keep the exact value and the optimal moves of the
+    full solve (so the same learning targets) with the other moves ``UNSOLVED``, are never scored,
+    and held-out rows are solved in full; the cache and the workers change no byte."""
+    full = labels_lib.make_labels(GAME, "offdist", BANDS, seed=1, test_share=0.5)[0]
+    cheap = labels_lib.make_labels(GAME, "offdist", BANDS, seed=1, test_share=0.5, train_solve="targets")[0]
+    train = cheap.split == "train"
+    assert 0 < train.sum() < len(cheap) and (cheap.split == full.split).all()
+    a, b = full.positions, cheap.positions
+    np.testing.assert_array_equal(a.best, b.best)
+    np.testing.assert_array_equal(a.values[~train], b.values[~train])
+    optimal = (a.values == a.best[:, None]) & (a.values != ts.NO_VALUE)
+    np.testing.assert_array_equal(b.values[train] == b.best[train, None], optimal[train])
+    np.testing.assert_array_equal(b.values[train] == ts.UNSOLVED, ~optimal[train] & (a.values[train] != ts.NO_VALUE))
+    assert (b.values[train] == ts.UNSOLVED).any()
+    for got, want in zip(targets(b), targets(a), strict=True):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(ts.informative(b), ts.informative(a) & ~train)
+    again = labels_lib.make_labels(GAME, "offdist", BANDS, seed=1, test_share=0.5, train_solve="targets",
+                                   workers=2, cache=SolvedPositions(6, tmp_path))[0]
+    assert labels_lib.to_bytes(again) == labels_lib.to_bytes(cheap)
+    cache = SolvedPositions(6, tmp_path)  # read back from disk: every optimal set is known
+    cached, costs = labels_lib.make_labels(GAME, "offdist", BANDS, seed=1, test_share=0.5, train_solve="targets",
+                                           cache=cache)
+    assert labels_lib.to_bytes(cached) == labels_lib.to_bytes(cheap) and [c.solved for c in costs] == [0, 0]
+    every_move = SolvedPositions(6, tmp_path / "full")  # a cache that knows every move's value
+    labels_lib.make_labels(GAME, "offdist", BANDS, seed=1, test_share=0.5, cache=every_move)
+    reduced = labels_lib.make_labels(GAME, "offdist", BANDS, seed=1, test_share=0.5, train_solve="targets",
+                                     cache=every_move)[0]
+    assert labels_lib.to_bytes(reduced) == labels_lib.to_bytes(cheap)
+    brute = BruteForce(6)
+    for mover, opponent in zip(b.mover[train].tolist(), b.opponent[train].tolist(), strict=True):
+        value, mask = cache.value(mover, opponent), cache.optimal[mover, opponent]
+        assert value == brute.value(mover, opponent)
+        legal = cache.legal(mover, opponent)
+        kept = {sq for sq in range(64) if legal >> sq & 1 and -brute.value(*brute.child(mover, opponent, sq)) == value}
+        assert kept == {sq for sq in range(64) if mask >> sq & 1}
+    with pytest.raises(InputError, match="train_solve"):
+        labels_lib.make_labels(GAME, "offdist", BANDS, train_solve="some")
+
+
 def test_selfplay_games_are_the_agents():
     """After the sampled plies every move is the agent's (a deterministic one here), and the
     positions are not the off-distribution ones."""
@@ -113,7 +156,7 @@ def test_command_and_bad_options(capsys, tmp_path):
     assert every and re.search(rf"^ +11-8 +{every.group(1)} ", table, re.M), table
     for options in (["--per-band=8-12"], ["--per-band=8-12:x"], ["--per-band=12-8:4"], ["--per-band=8-12:4,10-14:4"],
                     ["--per-band=8-40:4"], ["--source=selfplay"], ["--source=nets"], ["--workers=0"],
-                    ["--source=selfplay:bogus"]):
+                    ["--source=selfplay:bogus"], ["--train-solve=values"]):
         argv = ["make-labels", "--source=offdist", f"--out={out}", "--cache=", *options]
         assert cli.main(argv) == 2, options
         err = capsys.readouterr().err.strip()

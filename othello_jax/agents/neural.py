@@ -46,19 +46,23 @@ def playing_search_config(variant: str, sims: int):
     return config
 
 
-def search_fn(game: Othello, apply_fn: Callable, config: Any) -> Callable[[Any, State, jax.Array], SearchResult]:
-    """Jitted ``fn(variables, states, key) -> SearchResult``: ``run_search`` with fixed settings.
+def search_fn(game: Othello, apply_fn: Callable, config: Any,
+              value_margin: float = 0.0) -> Callable[[Any, State, jax.Array], SearchResult]:
+    """Jitted ``fn(variables, states, key) -> SearchResult``: ``run_search`` with fixed settings
+    (``value_margin``: the network's, see ``NetworkConfig``).
 
     The one place a network and its search are compiled together (:func:`policy_fn` and
     ``othello_jax.evaluation.analysis.Analyzer`` build on it). The variables are an argument, so
     networks of one architecture share the compiled code.
     """
-    return jax.jit(lambda variables, states, key: run_search(config, apply_fn, variables, states, key, game))
+    return jax.jit(lambda variables, states, key: run_search(config, apply_fn, variables, states, key, game,
+                                                             value_margin))
 
 
 def policy_fn(game: Othello, apply_fn: Callable, sims: int = 0, search: str = "gumbel",
-              temperature: float = 0.0) -> Callable[[Any, State, jax.Array], jax.Array]:
-    """Jitted ``fn(variables, states, key) -> actions``: raw policy (``sims=0``) or ``search``.
+              temperature: float = 0.0, value_margin: float = 0.0) -> Callable[[Any, State, jax.Array], jax.Array]:
+    """Jitted ``fn(variables, states, key) -> actions``: raw policy (``sims=0``) or ``search``
+    (``value_margin``: the network's, see ``NetworkConfig``).
 
     The variables are an argument, not a constant baked into the program, so every network of
     one architecture shares the compiled code (see ``Agent.act_with_params``).
@@ -67,7 +71,7 @@ def policy_fn(game: Othello, apply_fn: Callable, sims: int = 0, search: str = "g
         raise AgentSpecError(f"net needs sims >= 0 and temp >= 0, got sims={sims}, temp={temperature}")
     if sims == 0:
         return jax.jit(functools.partial(policy_act, apply_fn, game=game, temperature=float(temperature)))
-    searched = search_fn(game, apply_fn, playing_search_config(search, sims))
+    searched = search_fn(game, apply_fn, playing_search_config(search, sims), value_margin)
 
     def act(variables: Any, states: State, key: jax.Array) -> jax.Array:
         search_key, pick_key = jax.random.split(key)
@@ -97,7 +101,8 @@ def network_apply_fn(game: Othello, network_config: Any) -> Callable:
 
 @functools.lru_cache(maxsize=32)
 def _network_policy(game: Othello, network_config: Any, sims: int, search: str, temperature: float) -> Callable:
-    return policy_fn(game, network_apply_fn(game, network_config), sims, search, temperature)
+    return policy_fn(game, network_apply_fn(game, network_config), sims, search, temperature,
+                     network_config.value_margin)
 
 
 def network_agent(game: Othello, network_config: Any, variables: Any, sims: int = 0, search: str = "gumbel",

@@ -83,7 +83,7 @@ def checkpoint_player(checkpoint: str, sims: int, variant: str = "gumbel") -> Pl
     except InputError as error:  # a missing or incompatible checkpoint, an unknown search variant
         raise AgentOptionError(str(error)) from None
     size = game.size
-    analyzer = Analyzer(game, network_apply_fn(game, network), variables, config)
+    analyzer = Analyzer(game, network_apply_fn(game, network), variables, config, network.value_margin)
     agent = analyzer.agent(name=f"network, {sims} sims")
 
     def make_agent(wanted: Othello) -> Agent:

@@ -63,11 +63,12 @@ class Analyzer:
     """A compiled search for one network, its variables and search settings."""
 
     def __init__(self, game: Othello, apply_fn: ApplyFn, variables: dict,
-                 search_config: ml_collections.ConfigDict):
+                 search_config: ml_collections.ConfigDict, value_margin: float = 0.0):
         self.game = game
         self.variables = variables
         self.search_config = ml_collections.FrozenConfigDict(search_config)
-        self._search: Callable[[dict, State, jax.Array], SearchResult] = search_fn(game, apply_fn, self.search_config)
+        self._search: Callable[[dict, State, jax.Array], SearchResult] = search_fn(game, apply_fn, self.search_config,
+                                                                                   value_margin)
         self.last_move: PositionAnalysis | None = None  # behind the last move of :meth:`agent`'s agent
 
     def search(self, states: State, key: jax.Array) -> SearchResult:

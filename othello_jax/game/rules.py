@@ -174,14 +174,26 @@ class Othello:
         planes = [bb.to_grid(state.mover, self.size), bb.to_grid(state.opponent, self.size)]
         return jnp.stack(planes, axis=-1).astype(dtype)
 
+    def result_value(self, difference: jax.Array, margin: float = 0.0) -> jax.Array:
+        """A final disc difference (mover's view) on the value head's scale, float32:
+        ``(1 - margin) * sign + margin * difference / squares``.
+
+        ``margin`` 0 is the result alone (+1/0/-1, as :meth:`outcome`); any margin in (0, 1]
+        keeps every win above every draw above every loss and orders results by their margin,
+        so a search on such values can tell losing by 2 from losing by 20.
+        """
+        difference = jnp.asarray(difference).astype(jnp.float32)
+        return (1.0 - margin) * jnp.sign(difference) + margin * difference / self.num_squares
+
     def ending_moves(self, state: State) -> tuple[jax.Array, jax.Array]:
-        """Which legal moves end the game, and with what result for the mover: (bool, int32 +1/0/-1),
-        both (..., N*N+1); the result is 0 where the move does not end the game, pass never does.
+        """Which legal moves end the game, and the final disc difference for the mover: (bool,
+        int32), both (..., N*N+1); the difference is 0 where the move does not end the game, pass
+        never does.
 
         One ply for every square at once (a trailing axis of squares, no loop): the placement's
         flips, then whether either side can move afterwards (a wipeout and a full board are
-        covered: nobody can move). The result is the sign of the disc difference, which the
-        empties given to the winner at the end do not change (as :meth:`outcome`).
+        covered: nobody can move). The difference counts the empty squares for the winner, as
+        :meth:`disc_difference` does at the end.
         """
         squares = np.array([(a // self.size) * 8 + a % self.size for a in range(self.num_squares)], np.int32)
         widen = lambda b: bb.Bitboard(b.lo[..., None], b.hi[..., None])
@@ -189,10 +201,12 @@ class Othello:
         stuck = (~bb.any_set(bb.legal_placements(remaining, placed, self.size))
                  & ~bb.any_set(bb.legal_placements(placed, remaining, self.size)))
         ends = self.legal_moves(state)[..., : self.num_squares] & stuck
-        result = jnp.where(ends, jnp.sign(bb.popcount(placed) - bb.popcount(remaining)), 0).astype(jnp.int32)
+        mine, theirs = bb.popcount(placed), bb.popcount(remaining)
+        final = (mine - theirs) + jnp.sign(mine - theirs) * (self.num_squares - mine - theirs)
+        difference = jnp.where(ends, final, 0).astype(jnp.int32)
         no_pass = jnp.zeros(ends.shape[:-1] + (1,), bool)
         return (jnp.concatenate([ends, no_pass], axis=-1),
-                jnp.concatenate([result, no_pass.astype(jnp.int32)], axis=-1))
+                jnp.concatenate([difference, no_pass.astype(jnp.int32)], axis=-1))
 
     # ---- transitions --------------------------------------------------------------------
     def step(self, state: State, action: jax.Array) -> State:

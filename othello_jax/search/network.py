@@ -37,8 +37,8 @@ def _pick(stacked: jax.Array, index: jax.Array) -> jax.Array:
     return jnp.sum(jnp.where(one_hot, stacked, 0), axis=0).astype(stacked.dtype)
 
 
-def exact_endings(logits: jax.Array, value: jax.Array, states: State, game: Othello,
-                  legal: jax.Array) -> tuple[jax.Array, jax.Array]:
+def exact_endings(logits: jax.Array, value: jax.Array, states: State, game: Othello, legal: jax.Array,
+                  value_margin: float = 0.0) -> tuple[jax.Array, jax.Array]:
     """Masked logits ``[B, A]`` and value ``[B]`` corrected by the moves that end the game now.
 
     The mover can choose a move that ends the game, so the value is at least the best such
@@ -47,24 +47,28 @@ def exact_endings(logits: jax.Array, value: jax.Array, states: State, game: Othe
     the root the search treats the masked moves as invalid), and the search plays it. Without
     this, a wipeout reply with a tiny prior is never visited and the network's blind spot
     decides the game. Finished games and passes are unchanged; the cost is one ply of move
-    generation over every square (no network call).
+    generation over every square (no network call). Results are valued on the network's scale
+    (``Othello.result_value`` with ``value_margin``).
     """
-    ends, result = game.ending_moves(states)
-    best = jnp.max(jnp.where(ends, result, -2), axis=-1).astype(value.dtype)  # -2: no move ends the game
+    ends, difference = game.ending_moves(states)
+    result = game.result_value(difference, value_margin).astype(value.dtype)
+    best = jnp.max(jnp.where(ends, result, -2), axis=-1)  # -2: no move ends the game
     only_endings = jnp.all(ends | ~legal, axis=-1) & jnp.any(ends, axis=-1)
     value = jnp.where(only_endings, best, jnp.maximum(value, best))
-    wins = ends & (result > 0)
+    wins = ends & (difference > 0)
     logits = jnp.where(jnp.any(wins, axis=-1, keepdims=True) & ~wins, jnp.finfo(logits.dtype).min, logits)
     return logits, value
 
 
 def evaluate(apply_fn: ApplyFn, variables: dict, states: State, game: Othello,
-             key: jax.Array | None = None, endings: bool = True) -> tuple[jax.Array, jax.Array]:
+             key: jax.Array | None = None, endings: bool = True,
+             value_margin: float = 0.0) -> tuple[jax.Array, jax.Array]:
     """Masked prior logits ``[B, A]`` and value ``[B]`` of a batch of states (mover's view).
 
     With a ``key``, each position is shown to the network under a random dihedral symmetry and
     the policy is mapped back, which averages out orientation biases of the network. With
-    ``endings``, moves that end the game are valued exactly (:func:`exact_endings`).
+    ``endings``, moves that end the game are valued exactly (:func:`exact_endings`, on the scale
+    of a value head trained with ``value_margin``).
     """
     obs = game.observation(states)
     # a WDL value head already reports value = p_win - p_loss; extra outputs (if any) are ignored
@@ -78,18 +82,21 @@ def evaluate(apply_fn: ApplyFn, variables: dict, states: State, game: Othello,
         logits = _pick(back, k)
     legal = game.legal_moves(states)
     logits, value = mask_logits(logits.astype(jnp.float32), legal), value.astype(jnp.float32)
-    return exact_endings(logits, value, states, game, legal) if endings else (logits, value)
+    return exact_endings(logits, value, states, game, legal, value_margin) if endings else (logits, value)
 
 
-def make_recurrent_fn(apply_fn: ApplyFn, game: Othello, symmetry: bool, endings: bool = True) -> mctx.RecurrentFn:
+def make_recurrent_fn(apply_fn: ApplyFn, game: Othello, symmetry: bool, endings: bool = True,
+                      value_margin: float = 0.0) -> mctx.RecurrentFn:
     """mctx ``recurrent_fn`` stepping the real game; ``params`` are the network variables.
-    ``symmetry`` and ``endings`` as in :func:`evaluate`."""
+    ``symmetry``, ``endings`` and ``value_margin`` as in :func:`evaluate`: a finished game's
+    reward is its result on the value head's scale (``Othello.result_value``)."""
 
     def recurrent_fn(variables, key, action, state: State):
         nxt = step_materialized(game, state, action)
         ended_now = nxt.terminal & ~state.terminal
-        result, _ = game.outcome(nxt)  # for the side to move in nxt; the mover of `action` gets -result
-        logits, value = evaluate(apply_fn, variables, nxt, game, key if symmetry else None, endings)
+        _, difference = game.outcome(nxt)  # for the side to move in nxt; the mover of `action` gets minus it
+        result = game.result_value(difference, value_margin)
+        logits, value = evaluate(apply_fn, variables, nxt, game, key if symmetry else None, endings, value_margin)
         output = mctx.RecurrentFnOutput(
             reward=jnp.where(ended_now, -result, 0).astype(jnp.float32),
             discount=jnp.where(nxt.terminal, 0.0, -1.0).astype(jnp.float32),

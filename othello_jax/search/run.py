@@ -42,20 +42,22 @@ class SearchResult(NamedTuple):
 
 
 def run_search(config: SearchSettings | ml_collections.ConfigDict, apply_fn: ApplyFn, variables: dict,
-               states: State, key: jax.Array, game: Othello) -> SearchResult:
+               states: State, key: jax.Array, game: Othello, value_margin: float = 0.0) -> SearchResult:
     """Search every root in the batch ``states`` (leading axis B) with the configured variant.
 
     ``config``: the search settings (a search config is validated into them first).
+    ``value_margin``: the network's (``NetworkConfig.value_margin``): what its value head was
+    trained to predict, so finished games are valued on the same scale (``Othello.result_value``).
     """
     settings = search_settings(config)
     eval_key, search_key = keys.split(key)
     symmetry = settings.symmetry
     logits, value = evaluate(apply_fn, variables, states, game, eval_key if symmetry else None,
-                             settings.exact_endings)
+                             settings.exact_endings, value_margin)
     legal = game.legal_moves(states)
     root = mctx.RootFnOutput(prior_logits=logits, value=jnp.where(states.terminal, 0.0, value),
                              embedding=states)
-    recurrent_fn = make_recurrent_fn(apply_fn, game, symmetry, settings.exact_endings)
+    recurrent_fn = make_recurrent_fn(apply_fn, game, symmetry, settings.exact_endings, value_margin)
     # a move that wins on the spot masks the others (exact_endings): the root searches only it
     out = VARIANTS[settings.variant](settings, variables, search_key, root, recurrent_fn, ~legal | masked(logits))
     tree = out.tree

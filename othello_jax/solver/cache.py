@@ -80,6 +80,13 @@ class SolvedPositions:
         self.values.update(new)
         self._append([f"v {mover:x} {opponent:x} {value}" for (mover, opponent), value in new.items()])
 
+    def remember_optimal(self, solved: dict[tuple[int, int], tuple[int, int]]) -> None:
+        """Keep values and optimal sets solved elsewhere: {(mover, opponent): (value, optimal mask)}."""
+        new = {key: fact for key, fact in solved.items() if key not in self.optimal}
+        for key, (value, mask) in new.items():
+            self.values[key], self.optimal[key] = value, mask
+        self._append([f"o {m:x} {o:x} {value} {mask:x}" for (m, o), (value, mask) in new.items()])
+
     def legal(self, mover: int, opponent: int) -> int:
         """The mover's legal squares as a mask."""
         return int(c_solver.library().oj_legal(mover, opponent, self.board))

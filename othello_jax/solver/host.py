@@ -8,6 +8,7 @@ and ``"auto"`` (C when it builds, else JAX, with a one-time warning saying why).
 from __future__ import annotations
 
 import functools
+import time
 import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -99,10 +100,10 @@ def exact_signs(size: int, positions: Sequence[tuple[int, int]]) -> list[int]:
     return [(score > 0) - (score < 0) for score in (solver.solve(m, o, -1, 1)[0] for m, o in positions)]
 
 
-def exact_signs_and_best(size: int, positions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """``(result, optimal squares)`` of each ``(mover, opponent)`` position: the sign of its exact
-    score for the mover (+1/0/-1) and the 64-bit mask of the placements that keep that score
-    (0 when the mover must pass), with this thread's C solver.
+def scores_and_optimal(size: int, positions: Sequence[tuple[int, int]]) -> list[tuple[int, int, float]]:
+    """``(score, optimal squares, CPU seconds)`` of each ``(mover, opponent)`` position: its exact
+    score for the mover, the 64-bit mask of the placements that keep it (0 when the mover must
+    pass) and the solver's CPU time, with this thread's C solver.
 
     The score ``v`` is solved with the full window; each placement is then only tested against
     it with the null window around ``-v`` (a child scores at least ``-v`` for its mover, exactly
@@ -114,6 +115,7 @@ def exact_signs_and_best(size: int, positions: Sequence[tuple[int, int]]) -> lis
     board = bb.board_mask_int(size)
     out = []
     for mover, opponent in positions:
+        begin = time.process_time()
         score = solver.solve(mover, opponent)[0]
         legal, best = lib.oj_legal(mover, opponent, board), 0
         while legal:
@@ -121,8 +123,14 @@ def exact_signs_and_best(size: int, positions: Sequence[tuple[int, int]]) -> lis
             legal &= legal - 1
             if solver.solve(*child(mover, opponent, square), -score - 1, -score + 1)[0] <= -score:
                 best |= 1 << square
-        out.append(((score > 0) - (score < 0), best))
+        out.append((score, best, time.process_time() - begin))
     return out
+
+
+def exact_signs_and_best(size: int, positions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``(result, optimal squares)`` of each ``(mover, opponent)`` position: the sign of its exact
+    score for the mover (+1/0/-1) and the mask of :func:`scores_and_optimal`."""
+    return [((score > 0) - (score < 0), best) for score, best, _ in scores_and_optimal(size, positions)]
 
 
 def solve(state: State, game: Othello = Othello(8), backend: str = "auto", alpha: int = -64,

@@ -5,7 +5,9 @@ optimal when its value equals the position's, and its disc loss is the differenc
 (``.npz``) holds host arrays; :func:`load` reads it and :func:`to_states` makes a batched
 :class:`~othello_jax.game.State` of its positions. Move values are the final disc difference
 for the side to move after that move under perfect play (FFO convention, empties to the
-winner); ``NO_VALUE`` marks the actions that are not legal.
+winner); ``NO_VALUE`` marks the actions that are not legal. Training rows of a labelled set may
+be solved only as far as their targets need (the position's value and its optimal moves):
+``UNSOLVED`` marks their other legal moves, and such rows are never scored.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 from othello_jax.solver import c_solver
 from othello_jax.solver.cache import SolvedPositions, child
-from othello_jax.solver.host import bitboards_u64, count_empties, resolve_backend, solve_many
+from othello_jax.solver.host import bitboards_u64, count_empties, resolve_backend, scores_and_optimal, solve_many
 
 NO_VALUE = -128  # an illegal action's entry in ``values``
+UNSOLVED = -127  # a legal action known to lose something, its exact value not solved
 DEFAULT_PATH = Path(__file__).with_name("data") / "testset6.npz"
 FORMAT_VERSION = 1
 
@@ -41,7 +44,8 @@ class TestSet(NamedTuple):
 
     mover, opponent: uint64 bitboards (square = row * 8 + col); color, passed, ply: as in
     :class:`~othello_jax.game.State`; empties: empty squares; best: the position's exact
-    value; values: int8[P, num_actions], each legal action's exact value, ``NO_VALUE`` elsewhere.
+    value; values: int8[P, num_actions], each legal action's exact value (``UNSOLVED`` for a
+    suboptimal one in a row solved for its targets only), ``NO_VALUE`` elsewhere.
     """
 
     __test__ = False  # not a pytest class
@@ -102,6 +106,19 @@ def c_move_values(size: int, positions: Sequence[tuple[int, int]]) -> list[tuple
     return out
 
 
+def c_optimal_values(size: int, positions: Sequence[tuple[int, int]]) -> list[tuple[list[tuple[int, int]], float]]:
+    """Like :func:`c_move_values`, but only the position's exact value and which placements keep
+    it are solved: an optimal placement gets the position's value, the others ``UNSOLVED``
+    (:func:`~othello_jax.solver.host.scores_and_optimal`, 2.4-2.8x cheaper at 13-18 empties)."""
+    lib, board = c_solver.library(), bb.board_mask_int(size)
+    out = []
+    for (mover, opponent), (score, best, cpu) in zip(positions, scores_and_optimal(size, positions), strict=True):
+        legal = lib.oj_legal(mover, opponent, board)
+        out.append(([(square, score if best >> square & 1 else UNSOLVED) for square in range(64)
+                     if legal >> square & 1], cpu))
+    return out
+
+
 def solver_pool(workers: int) -> Executor | None:
     """Processes for :func:`move_values` (None for one worker); spawned, since JAX threads
     and fork do not mix. Close it (``with``) when done."""
@@ -133,12 +150,44 @@ def _known_values(positions: SolvedPositions, mover: int, opponent: int) -> list
     return found
 
 
+def _known_optimal(positions: SolvedPositions, mover: int, opponent: int) -> list[tuple[int, int]] | None:
+    """(square, value or ``UNSOLVED``) of every placement when the cache knows the position's
+    optimal set, or every move's value (then reduced to the same, so the cache changes no byte), else None."""
+    if (mover, opponent) not in positions.optimal:
+        found = _known_values(positions, mover, opponent)
+        if not found:
+            return found
+        value = max(v for _, v in found)
+        return [(square, v if v == value else UNSOLVED) for square, v in found]
+    value, best = positions.values[mover, opponent], positions.optimal[mover, opponent]
+    legal = positions.legal(mover, opponent)
+    return [(square, value if best >> square & 1 else UNSOLVED) for square in range(64) if legal >> square & 1]
+
+
+def _solve_spread(solve, size: int, pairs: list[tuple[int, int]], pool: Executor | None,
+                  workers: int) -> list[tuple[list[tuple[int, int]], float]]:
+    """``solve(size, pairs)`` split round-robin over the pool's ``workers`` (in this process
+    without a pool), results in the order of ``pairs``."""
+    workers = workers if pool is not None else 1
+    chunks = [pairs[i::workers] for i in range(workers)]
+    solved = list(pool.map(solve, [size] * workers, chunks)) if pool is not None else [solve(size, chunks[0])]
+    out: list = [None] * len(pairs)
+    for start, rows in enumerate(solved):
+        for offset, result in enumerate(rows):
+            out[start + offset * workers] = result
+    return out
+
+
 def solve_moves(states: State, game: Othello, backend: str = "auto", pool: Executor | None = None,
-                workers: int = 1, cache: SolvedPositions | None = None) -> tuple[np.ndarray, np.ndarray]:
+                workers: int = 1, cache: SolvedPositions | None = None,
+                targets_only: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(:func:`move_values`, the solver's CPU seconds per position: float64[B]).
 
     With a ``cache`` (C solver only) a position whose every move's result it knows costs no
     solve (0 seconds), and the positions solved are added to it, so a remake solves nothing.
+    Rows where ``targets_only`` (bool[B]) is set are solved only for training targets with the
+    C solver (:func:`c_optimal_values`: suboptimal moves ``UNSOLVED``); the JAX solver solves
+    every move of every row.
     """
     states = jax.tree.map(np.asarray, states)
     count = len(states.ply)
@@ -148,21 +197,25 @@ def solve_moves(states: State, game: Othello, backend: str = "auto", pool: Execu
     if count == 0:
         return values, seconds
     if resolve_backend(backend) == "c":
+        cheap = np.zeros(count, bool) if targets_only is None else np.asarray(targets_only, bool)
         pairs = list(zip(bitboards_u64(states.mover).tolist(), bitboards_u64(states.opponent).tolist(), strict=True))
-        known = [None if cache is None else _known_values(cache, *pair) for pair in pairs]
-        todo = [row for row, found in enumerate(known) if found is None]
-        workers = workers if pool is not None else 1
-        chunks = [[pairs[row] for row in todo[i::workers]] for i in range(workers)]
-        if pool is not None:
-            solved = list(pool.map(c_move_values, [game.size] * workers, chunks))
-        else:
-            solved = [c_move_values(game.size, chunks[0])]
-        for start, rows in enumerate(solved):
-            for offset, (found, cpu) in enumerate(rows):
-                row = todo[start + offset * workers]
+        lookup = lambda row: (_known_optimal if cheap[row] else _known_values)(cache, *pairs[row])
+        known = [None if cache is None else lookup(row) for row in range(count)]
+        for partial, solve in ((False, c_move_values), (True, c_optimal_values)):
+            todo = [row for row, found in enumerate(known) if found is None and cheap[row] == partial]
+            if not todo:
+                continue
+            solved = _solve_spread(solve, game.size, [pairs[row] for row in todo], pool, workers)
+            for row, (found, cpu) in zip(todo, solved, strict=True):
                 known[row], seconds[row] = found, cpu
-        if cache is not None:
-            cache.remember({child(*pairs[row], square): -value for row in todo for square, value in known[row]})
+            if cache is None:
+                continue
+            cache.remember({child(*pairs[row], square): -value for row in todo for square, value in known[row]
+                            if value != UNSOLVED})
+            if partial:  # the position's value and optimal set, as SolvedPositions.best_moves keeps them
+                cache.remember_optimal({pairs[row]: (max(v for _, v in known[row]),
+                                                     sum(1 << square for square, v in known[row] if v != UNSOLVED))
+                                        for row in todo if known[row]})
         for row, found in enumerate(known):
             for square, value in found:
                 values[row, (square // 8) * game.size + square % 8] = value
@@ -197,10 +250,12 @@ def from_values(states: State, game: Othello, values: np.ndarray) -> TestSet:
 
 
 def informative(testset: TestSet) -> np.ndarray:
-    """Rows worth scoring: at least two legal moves that do not all have the same value."""
+    """Rows worth scoring: at least two legal moves that do not all have the same value, every
+    one solved (a row solved for its training targets only cannot say what a move loses)."""
     legal = testset.values != NO_VALUE
     worst = np.where(legal, testset.values, 127).min(axis=1)
-    return (legal.sum(axis=1) >= 2) & (worst < testset.best)
+    solved = ~(testset.values == UNSOLVED).any(axis=1)
+    return (legal.sum(axis=1) >= 2) & (worst < testset.best) & solved
 
 
 def to_bytes(testset: TestSet, extra: dict[str, np.ndarray] | None = None) -> bytes:

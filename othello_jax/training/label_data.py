@@ -2,7 +2,9 @@
 move is solved exactly become training targets, and held-out ones score the raw network.
 
 Targets: value = the sign of the position's exact value (+1 win, 0 draw, -1 loss for the mover,
-the scale of self-play's value targets); policy = uniform over the optimal moves (those whose
+the scale of self-play's value targets), or with a ``value_margin`` m the exact value on the scale
+``Othello.result_value`` gives it, (1 - m) * sign + m * discs / squares (a network told so by
+``NetworkConfig.value_margin``); policy = uniform over the optimal moves (those whose
 exact value equals the position's; for a forced pass, the pass action). Rows with
 ``split == "train"`` train; rows with ``"test"`` (other games) are held out: the network's
 highest-logit legal move is scored by the test-set scorer
@@ -39,7 +41,7 @@ class LabelRows(NamedTuple):
 
     state: State  # leaves [N]
     optimal: jax.Array  # bool [N, num_actions]: the moves whose exact value is the position's
-    value: jax.Array  # float32 [N]: sign of the position's exact value
+    value: jax.Array  # float32 [N]: the position's exact value on the value head's scale (see targets)
 
 
 class LabelData(NamedTuple):
@@ -98,17 +100,23 @@ def check_targets(positions: ts.TestSet) -> None:
         raise InputError(f"labelled position {int(np.flatnonzero(missing)[0])} has no move of its exact value")
 
 
-def targets(positions: ts.TestSet) -> tuple[np.ndarray, np.ndarray]:
-    """(policy float32 [P, num_actions] uniform over the optimal moves, value float32 [P] = sign of
-    the exact value): host arrays, the same targets :func:`label_samples` builds on the device."""
+def value_targets(positions: ts.TestSet, value_margin: float = 0.0) -> np.ndarray:
+    """float32 [P]: each position's exact value as the value head learns it: its sign (``value_margin``
+    0), else ``Othello.result_value`` of it."""
+    return np.asarray(Othello(positions.size).result_value(positions.best, value_margin), np.float32)
+
+
+def targets(positions: ts.TestSet, value_margin: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(policy float32 [P, num_actions] uniform over the optimal moves, :func:`value_targets`):
+    host arrays, the same targets :func:`label_samples` builds on the device."""
     optimal = optimal_moves(positions).astype(np.float32)
-    return optimal / optimal.sum(axis=1, keepdims=True), np.sign(positions.best).astype(np.float32)
+    return optimal / optimal.sum(axis=1, keepdims=True), value_targets(positions, value_margin)
 
 
-def to_device(labels: labels_lib.LabelSet) -> LabelRows:
+def to_device(labels: labels_lib.LabelSet, value_margin: float = 0.0) -> LabelRows:
     """The rows as device arrays (states, optimal moves, value targets)."""
     return LabelRows(ts.to_states(labels.positions), jnp.asarray(optimal_moves(labels.positions)),
-                     jnp.asarray(np.sign(labels.positions.best), jnp.float32))
+                     jnp.asarray(value_targets(labels.positions, value_margin)))
 
 
 def label_samples(rows: LabelRows, index: jax.Array, game: Othello) -> Samples:
@@ -142,10 +150,11 @@ def predict(net: Any, variables: Any, positions: ts.TestSet, batch_size: int = 4
     return np.concatenate(actions), np.concatenate(values)
 
 
-def value_class(value: np.ndarray) -> np.ndarray:
-    """The nearest of -1, 0, +1 to each predicted value (a draw within :data:`DRAW_MARGIN` of 0)."""
-    value = np.asarray(value)
-    return np.where(value > DRAW_MARGIN, 1, np.where(value < -DRAW_MARGIN, -1, 0))
+def value_class(value: np.ndarray, value_margin: float = 0.0) -> np.ndarray:
+    """The result (-1, 0, +1) each predicted value names: a draw within :data:`DRAW_MARGIN` of 0 on
+    the result's share of the scale (``1 - value_margin``; see :func:`value_targets`)."""
+    value, margin = np.asarray(value), DRAW_MARGIN * (1.0 - value_margin)
+    return np.where(value > margin, 1, np.where(value < -margin, -1, 0))
 
 
 def band_name(band: tuple[int, int]) -> str:
@@ -186,21 +195,23 @@ class LabelScore(NamedTuple):
 
 
 def score(actions: np.ndarray, values: np.ndarray, positions: ts.TestSet,
-          bands: tuple[tuple[int, int], ...] = LABEL_BANDS) -> LabelScore:
-    """Score given moves and value predictions on labelled positions."""
+          bands: tuple[tuple[int, int], ...] = LABEL_BANDS, value_margin: float = 0.0) -> LabelScore:
+    """Score given moves and value predictions on labelled positions (the value's squared error
+    against its target on the ``value_margin`` scale)."""
     moves = score_actions(positions, actions, bands)
     truth = np.sign(positions.best.astype(np.int32))
     values = np.asarray(values, np.float64)
     n = len(positions)
-    sign = float(np.mean(value_class(values) == truth)) if n else float("nan")
-    mse = float(np.mean((values - truth) ** 2)) if n else float("nan")
+    sign = float(np.mean(value_class(values, value_margin) == truth)) if n else float("nan")
+    mse = float(np.mean((values - value_targets(positions, value_margin)) ** 2)) if n else float("nan")
     return LabelScore(moves, n, sign, mse)
 
 
 def evaluate(net: Any, variables: Any, positions: ts.TestSet, bands: tuple[tuple[int, int], ...] = LABEL_BANDS,
              batch_size: int = 4096) -> LabelScore:
-    """The network's held-out score on ``positions`` (see :class:`LabelScore`)."""
-    return score(*predict(net, variables, positions, batch_size), positions, bands)
+    """The network's held-out score on ``positions`` (see :class:`LabelScore`; the network's
+    ``value_margin`` read from its config)."""
+    return score(*predict(net, variables, positions, batch_size), positions, bands, net.config.value_margin)
 
 
 def subsample(labels: labels_lib.LabelSet, limit: int, seed: int = 0) -> labels_lib.LabelSet:

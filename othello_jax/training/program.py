@@ -148,6 +148,9 @@ class TrainProgram:
         if size != self.game.size:
             raise InputError(f"init_network {path} is a {size}x{size} network; this run is "
                              f"{self.game.size}x{self.game.size}")
+        if config.value_margin:
+            raise InputError(f"init_network {path} predicts margins (network.value_margin {config.value_margin}); "
+                             "self-play's value targets are results: start from a network with value_margin 0")
         saved, wanted = checkpoint.network_meta(config), checkpoint.network_meta(self.network)
         differences = [f"{name} {saved[name]!r} vs {wanted[name]!r}" for name in wanted if saved[name] != wanted[name]]
         if differences:

@@ -124,6 +124,8 @@ def resolve(config: ConfigDict) -> SupervisedSettings:
     need(data.train_positions == 0 or data.labels.strip(),
          "data.train_positions needs data.labels (a subset of labelled positions; WThor trains on every game)")
     need(1977 < data.test_from_year <= 2100, f"data.test_from_year {data.test_from_year} is not a year after 1977")
+    need(settings.network.value_margin == 0 or data.labels.strip(),
+         "network.value_margin needs data.labels (exact disc values; WThor trains on results)")
     return settings
 
 
@@ -289,7 +291,8 @@ def labels_source(settings: SupervisedSettings, log: Callable[[str], None]) -> S
         score = label_data.evaluate(net, variables, held_out)
         return Evaluation(score.as_dict(), score.metrics(), score.moves.total.optimal, score.format())
 
-    return Source(data.game, label_data.to_device(data.train), label_data.label_samples, evaluate, data.info)
+    return Source(data.game, label_data.to_device(data.train, settings.network.value_margin), label_data.label_samples,
+                  evaluate, data.info)
 
 
 def save_network(ckpts: checkpoint.Checkpoints, step: int, variables: dict, meta: dict) -> None:
