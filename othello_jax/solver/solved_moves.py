@@ -111,12 +111,15 @@ def c_optimal_values(size: int, positions: Sequence[tuple[int, int]]) -> list[tu
     it are solved: an optimal placement gets the position's value, the others ``UNSOLVED``
     (:func:`~othello_jax.solver.host.scores_and_optimal`, 2.4-2.8x cheaper at 13-18 empties)."""
     lib, board = c_solver.library(), bb.board_mask_int(size)
-    out = []
-    for (mover, opponent), (score, best, cpu) in zip(positions, scores_and_optimal(size, positions), strict=True):
-        legal = lib.oj_legal(mover, opponent, board)
-        out.append(([(square, score if best >> square & 1 else UNSOLVED) for square in range(64)
-                     if legal >> square & 1], cpu))
-    return out
+    solved = scores_and_optimal(size, positions)
+    return [(_targets_only(lib.oj_legal(mover, opponent, board), best, score), cpu)
+            for (mover, opponent), (score, best, cpu) in zip(positions, solved, strict=True)]
+
+
+def _targets_only(legal: int, best: int, value: int) -> list[tuple[int, int]]:
+    """(square, value) of every legal placement: the position's ``value`` on the optimal ones
+    (``best``), ``UNSOLVED`` on the others."""
+    return [(square, value if best >> square & 1 else UNSOLVED) for square in range(64) if legal >> square & 1]
 
 
 def solver_pool(workers: int) -> Executor | None:
@@ -153,15 +156,14 @@ def _known_values(positions: SolvedPositions, mover: int, opponent: int) -> list
 def _known_optimal(positions: SolvedPositions, mover: int, opponent: int) -> list[tuple[int, int]] | None:
     """(square, value or ``UNSOLVED``) of every placement when the cache knows the position's
     optimal set, or every move's value (then reduced to the same, so the cache changes no byte), else None."""
-    if (mover, opponent) not in positions.optimal:
-        found = _known_values(positions, mover, opponent)
-        if not found:
-            return found
-        value = max(v for _, v in found)
-        return [(square, v if v == value else UNSOLVED) for square, v in found]
-    value, best = positions.values[mover, opponent], positions.optimal[mover, opponent]
     legal = positions.legal(mover, opponent)
-    return [(square, value if best >> square & 1 else UNSOLVED) for square in range(64) if legal >> square & 1]
+    if (mover, opponent) in positions.optimal:
+        return _targets_only(legal, positions.optimal[mover, opponent], positions.values[mover, opponent])
+    found = _known_values(positions, mover, opponent)
+    if not found:
+        return found
+    value = max(v for _, v in found)
+    return _targets_only(legal, sum(1 << square for square, v in found if v == value), value)
 
 
 def _solve_spread(solve, size: int, pairs: list[tuple[int, int]], pool: Executor | None,
