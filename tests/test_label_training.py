@@ -101,6 +101,57 @@ def test_targets_are_the_optimal_moves_and_the_exact_result(labels):
     np.testing.assert_allclose(np.asarray(batch.policy).sum(-1), 1.0, rtol=1e-5)
 
 
+def test_a_policy_temperature_weights_every_move_by_the_discs_it_loses(labels, labels_file, tmp_path, monkeypatch):
+    """``data.policy_temperature`` T: each solved legal move gets exp((value - best) / T), normalised;
+    T -> 0 is the optimal moves alone; a targets-only row (others ``UNSOLVED``) stays uniform over
+    its optimal moves; a short run learns from these targets; bad settings are one-line errors."""
+    positions = labels.positions
+    soft = label_data.policy_targets(positions, 2.0)
+    for row in range(len(positions)):
+        values = positions.values[row]
+        legal = values != ts.NO_VALUE
+        expected = np.where(legal, np.exp((values.astype(np.float64) - positions.best[row]) / 2.0), 0.0)
+        np.testing.assert_allclose(soft[row], expected / expected.sum(), rtol=1e-5)
+    spread = (soft > 0).sum(axis=1) > (label_data.policy_targets(positions) > 0).sum(axis=1)
+    assert spread.mean() > 0.5  # most rows put weight on suboptimal moves too
+    # the better of two suboptimal moves gets more: ordered as the exact values
+    row = int(np.flatnonzero(spread)[0])
+    legal = np.flatnonzero(positions.values[row] != ts.NO_VALUE)
+    order = np.argsort(positions.values[row][legal], kind="stable")
+    assert (np.diff(soft[row][legal][order]) >= 0).all()
+    np.testing.assert_allclose(label_data.policy_targets(positions, 1e-3), label_data.policy_targets(positions),
+                               atol=1e-6)
+
+    targets_only = positions.values.copy()
+    targets_only[(targets_only != ts.NO_VALUE) & (targets_only != positions.best[:, None])] = ts.UNSOLVED
+    unsolved = ts.TestSet(*(targets_only if name == "values" else getattr(positions, name)
+                            for name in ts.TestSet._fields))
+    np.testing.assert_allclose(label_data.policy_targets(unsolved, 2.0), label_data.policy_targets(positions),
+                               rtol=1e-6)
+
+    rows = label_data.to_device(labels, policy_temperature=2.0)
+    samples = label_data.label_samples(rows, jnp.arange(len(labels)), GAME)
+    np.testing.assert_allclose(np.asarray(samples.policy), soft, rtol=1e-6)
+    temperatures, real = [], label_data.to_device  # the run builds its rows with the configured temperature
+
+    def spy(labels, value_margin=0.0, policy_temperature=0.0):
+        temperatures.append(policy_temperature)
+        return real(labels, value_margin, policy_temperature)
+
+    monkeypatch.setattr(label_data, "to_device", spy)
+    result = supervised.run(_config(labels_file, **{"data.policy_temperature": 2.0}), tmp_path / "run",
+                            log=lambda _: None)
+    last = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert temperatures == [2.0] and last["step"] == 2 and np.isfinite(last["loss"]) and 0 <= result["optimal"] <= 1
+
+    with pytest.raises(InputError, match="policy_temperature must be >= 0"):
+        supervised.resolve(_config(labels_file, **{"data.policy_temperature": -1.0}))
+    wthor = _config(labels_file, **{"data.policy_temperature": 2.0})
+    wthor.data.labels = ""
+    with pytest.raises(InputError, match="policy_temperature needs data.labels"):
+        supervised.resolve(wthor)
+
+
 def _config(labels_file, **overrides):
     config = get_config("test")
     config.data.labels = str(labels_file)

@@ -40,6 +40,9 @@ def get_config(variant: str = "") -> ConfigDict:
         # > 0: train on a fixed random subset of this many of the labelled sets' training positions
         # (data-scaling measurements; the held-out positions stay all of them); labels only
         train_positions=0,
+        # labels only: 0 = the policy target is uniform over the optimal moves; T > 0 (discs) weights
+        # every solved legal move by exp((value - best) / T), so the policy learns margins too
+        policy_temperature=0.0,
     ))
     c.network = network("standard")
     c.batch_size = 512

@@ -5,7 +5,9 @@ Targets: value = the sign of the position's exact value (+1 win, 0 draw, -1 loss
 the scale of self-play's value targets), or with a ``value_margin`` m the exact value on the scale
 ``Othello.result_value`` gives it, (1 - m) * sign + m * discs / squares (a network told so by
 ``NetworkConfig.value_margin``); policy = uniform over the optimal moves (those whose
-exact value equals the position's; for a forced pass, the pass action). Rows with
+exact value equals the position's; for a forced pass, the pass action), or with a
+``policy_temperature`` T > 0 (in discs) every solved legal move weighted by
+``exp((value - best) / T)``, so the policy also learns how much each other move loses. Rows with
 ``split == "train"`` train; rows with ``"test"`` (other games) are held out: the network's
 highest-logit legal move is scored by the test-set scorer
 (:func:`~othello_jax.evaluation.perfect_set.score_actions`: optimal-move share and discs lost per
@@ -37,10 +39,10 @@ DRAW_MARGIN = 0.5  # a predicted value within this of 0 reads as a draw (nearest
 
 
 class LabelRows(NamedTuple):
-    """Training rows on the device: positions, their optimal moves and value targets."""
+    """Training rows on the device: positions, their policy and value targets."""
 
     state: State  # leaves [N]
-    optimal: jax.Array  # bool [N, num_actions]: the moves whose exact value is the position's
+    policy: jax.Array  # float32 [N, num_actions]: the policy target (see policy_targets)
     value: jax.Array  # float32 [N]: the position's exact value on the value head's scale (see targets)
 
 
@@ -106,25 +108,41 @@ def value_targets(positions: ts.TestSet, value_margin: float = 0.0) -> np.ndarra
     return np.asarray(Othello(positions.size).result_value(positions.best, value_margin), np.float32)
 
 
-def targets(positions: ts.TestSet, value_margin: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """(policy float32 [P, num_actions] uniform over the optimal moves, :func:`value_targets`):
-    host arrays, the same targets :func:`label_samples` builds on the device."""
-    optimal = optimal_moves(positions).astype(np.float32)
-    return optimal / optimal.sum(axis=1, keepdims=True), value_targets(positions, value_margin)
+def policy_targets(positions: ts.TestSet, temperature: float = 0.0) -> np.ndarray:
+    """float32 [P, num_actions]: uniform over the optimal moves (``temperature`` 0), else every
+    solved legal move weighted by ``exp((value - best) / temperature)``, temperature in discs.
+
+    A softer target tells the policy that losing 2 discs is better than losing 20, which the
+    optimal moves alone do not: where every move wins (or loses) the search leans on the prior
+    to choose between margins. Moves a targets-only row left ``UNSOLVED`` get nothing (their
+    values are unknown), so such rows stay uniform over their optimal moves.
+    """
+    if temperature == 0:
+        weights = optimal_moves(positions).astype(np.float32)
+    else:
+        solved = (positions.values != ts.NO_VALUE) & (positions.values != ts.UNSOLVED)
+        behind = (positions.values.astype(np.float32) - positions.best[:, None].astype(np.float32)) / temperature
+        weights = np.where(solved, np.exp(np.minimum(behind, 0.0)), 0.0).astype(np.float32)
+    return weights / weights.sum(axis=1, keepdims=True)
 
 
-def to_device(labels: labels_lib.LabelSet, value_margin: float = 0.0) -> LabelRows:
-    """The rows as device arrays (states, optimal moves, value targets)."""
-    return LabelRows(ts.to_states(labels.positions), jnp.asarray(optimal_moves(labels.positions)),
-                     jnp.asarray(value_targets(labels.positions, value_margin)))
+def targets(positions: ts.TestSet, value_margin: float = 0.0,
+            policy_temperature: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`policy_targets`, :func:`value_targets`): host arrays, the targets
+    :func:`label_samples` hands the learner."""
+    return policy_targets(positions, policy_temperature), value_targets(positions, value_margin)
+
+
+def to_device(labels: labels_lib.LabelSet, value_margin: float = 0.0, policy_temperature: float = 0.0) -> LabelRows:
+    """The rows as device arrays (states, :func:`targets`)."""
+    policy, value = targets(labels.positions, value_margin, policy_temperature)
+    return LabelRows(ts.to_states(labels.positions), jnp.asarray(policy), jnp.asarray(value))
 
 
 def label_samples(rows: LabelRows, index: jax.Array, game: Othello) -> Samples:
-    """Rows ``index`` as training samples: policy uniform over the optimal moves."""
+    """Rows ``index`` as training samples."""
     picked = jax.tree.map(lambda x: x[index], rows)
-    optimal = picked.optimal.astype(jnp.float32)
-    policy = optimal / jnp.maximum(jnp.sum(optimal, axis=-1, keepdims=True), 1.0)
-    return Samples(state=picked.state, policy=policy, value=picked.value, mask=jnp.ones(index.shape, bool))
+    return Samples(state=picked.state, policy=picked.policy, value=picked.value, mask=jnp.ones(index.shape, bool))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))

@@ -71,6 +71,7 @@ class DataSettings:
     cache_dir: str
     test_from_year: int
     train_positions: int  # > 0: a fixed random subset of the labelled training positions
+    policy_temperature: float  # labels: 0 = policy uniform over the optimal moves; > 0 (discs) softer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,9 +101,10 @@ class SupervisedSettings:
 def resolve(config: ConfigDict) -> SupervisedSettings:
     """``config`` as :class:`SupervisedSettings`; a one-line ``InputError`` names the first
     impossible setting (the data directory is checked by :func:`check_config`)."""
-    # train_positions came after runs were written: an older config reads it as 0 (every position)
+    # train_positions and policy_temperature came after runs were written: an older config reads them as 0
     data = read_record(DataSettings, config.data, "data",
-                       **({} if "train_positions" in config.data else {"train_positions": 0}))
+                       **{key: zero for key, zero in (("train_positions", 0), ("policy_temperature", 0.0))
+                          if key not in config.data})
     # num_devices came after runs were written: an older config reads it as 0 (every device)
     settings = read_record(SupervisedSettings, config, "config", data=data, network=network_config(config),
                             loss=read_record(LossSettings, config.loss, "loss"),
@@ -123,6 +125,9 @@ def resolve(config: ConfigDict) -> SupervisedSettings:
     need(data.train_positions >= 0, f"data.train_positions must be >= 0 (0 = all), got {data.train_positions}")
     need(data.train_positions == 0 or data.labels.strip(),
          "data.train_positions needs data.labels (a subset of labelled positions; WThor trains on every game)")
+    need(data.policy_temperature >= 0, f"data.policy_temperature must be >= 0 (discs), got {data.policy_temperature}")
+    need(data.policy_temperature == 0 or data.labels.strip(),
+         "data.policy_temperature needs data.labels (exact move values; WThor has one expert move)")
     need(1977 < data.test_from_year <= 2100, f"data.test_from_year {data.test_from_year} is not a year after 1977")
     need(settings.network.value_margin == 0 or data.labels.strip(),
          "network.value_margin needs data.labels (exact disc values; WThor trains on results)")
@@ -291,8 +296,8 @@ def labels_source(settings: SupervisedSettings, log: Callable[[str], None]) -> S
         score = label_data.evaluate(net, variables, held_out)
         return Evaluation(score.as_dict(), score.metrics(), score.moves.total.optimal, score.format())
 
-    return Source(data.game, label_data.to_device(data.train, settings.network.value_margin), label_data.label_samples,
-                  evaluate, data.info)
+    rows = label_data.to_device(data.train, settings.network.value_margin, settings.data.policy_temperature)
+    return Source(data.game, rows, label_data.label_samples, evaluate, data.info)
 
 
 def save_network(ckpts: checkpoint.Checkpoints, step: int, variables: dict, meta: dict) -> None:
