@@ -6,6 +6,7 @@ Batch norm statistics live in the ``batch_stats`` collection: call with ``train=
 ``mutable=["batch_stats"]`` while learning, ``train=False`` for inference.
 
 Options (all off by default; then the parameters and outputs are exactly the plain network's):
+``policy_channels``/``value_channels`` widen the heads' 1x1 convolutions (2 and 1 by default);
 ``move_planes`` adds two input planes the network derives itself from the disc planes: the
 squares where the mover and where the opponent may play (mobility, Othello's first feature);
 ``value_head="wdl"`` predicts win/draw/loss logits and reports ``value = P(win) - P(loss)``;
@@ -44,6 +45,10 @@ class NetworkConfig:
     blocks: int = 6
     channels: int = 64
     value_hidden: int = 64
+    # 1x1 convolution channels feeding each head's dense layer (AlphaZero's 2 and 1); wider heads
+    # give the policy and value more features of the board at a small share of the tower's cost
+    policy_channels: int = 2
+    value_channels: int = 1
     dtype: str = "float32"  # activations/matmuls: "float32" or "bfloat16"
     value_head: str = "scalar"  # "scalar" (tanh) or "wdl" (win/draw/loss logits; value = p_win - p_loss)
     score_head: bool = False  # auxiliary head: final disc difference / squares (tanh)
@@ -149,11 +154,11 @@ class AlphaZeroNet(nn.Module):
             x = ResidualBlock(c, dtype, self.config.global_pool)(x, train)
         batch = x.shape[:-3]
 
-        p = nn.Conv(2, (1, 1), use_bias=False, dtype=dtype)(x)
+        p = nn.Conv(self.config.policy_channels, (1, 1), use_bias=False, dtype=dtype)(x)
         p = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(p))
         logits = nn.Dense(self.num_actions, dtype=dtype)(p.reshape(batch + (-1,)))
 
-        v = nn.Conv(1, (1, 1), use_bias=False, dtype=dtype)(x)
+        v = nn.Conv(self.config.value_channels, (1, 1), use_bias=False, dtype=dtype)(x)
         v = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(v))
         v = nn.relu(nn.Dense(self.config.value_hidden, dtype=dtype)(v.reshape(batch + (-1,))))
         extras: dict[str, jax.Array] = {}

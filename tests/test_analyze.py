@@ -14,7 +14,7 @@ import pytest
 from othello_jax.agents import playing_search_config
 from othello_jax.checkpoint import load_agent_variables
 from othello_jax.commands import analyze
-from othello_jax.evaluation.analysis import Analyzer, format_analysis
+from othello_jax.evaluation.analysis import Analyzer, format_analysis, format_value
 from othello_jax.game import Othello, play_transcript, square_name
 from othello_jax.model import make_network
 from tests.tiny_checkpoint import save_tiny_checkpoint
@@ -50,6 +50,25 @@ def test_analysis_matches_the_network_and_counts_every_simulation(checkpoint):
     table = format_analysis(analysis, top=2)
     assert f"network value {analysis.network_value:+.2f}" in table
     assert len(table.splitlines()) == 2 + 2 + 1  # header lines, two moves, "... more"
+
+
+def test_a_margin_network_is_read_as_a_result_and_a_margin_not_a_winning_chance(checkpoint):
+    """With ``value_margin`` the values printed name the result and the discs they stand for."""
+    game = Othello(6)
+    win_by_10, lose_by_4 = (float(game.result_value(d, 0.5)) for d in (10, -4))
+    assert format_value(0.3, game) == "+0.30 (65%)"
+    assert format_value(win_by_10, game, 0.5) == f"{win_by_10:+.2f} (wins by ~10)"
+    assert format_value(lose_by_4, game, 0.5) == f"{lose_by_4:+.2f} (loses by ~4)"
+    assert format_value(0.05, game, 0.5) == "+0.05 (about a draw)"
+
+    network, variables, size = load_agent_variables(checkpoint)
+    game, net = Othello(size), make_network(size, network)
+    analyzer = Analyzer(game, functools.partial(net.apply, train=False), variables,
+                        playing_search_config("gumbel", 8), value_margin=0.5)
+    analysis = analyzer.analyze(play_transcript("b1", game)[0], jax.random.PRNGKey(0))
+    assert analysis.value_margin == 0.5
+    header = format_analysis(analysis).splitlines()[0]
+    assert format_value(analysis.network_value, game, 0.5) in header and "%)" not in header
 
 
 def test_analyze_command_prints_board_values_and_moves(checkpoint, capsys):

@@ -97,6 +97,24 @@ def _constant_network(values, obs):
     return jnp.zeros((obs.shape[0], 65)), values
 
 
+def test_read_value_inverts_result_value():
+    """``Othello.read_value`` gives back the result and the disc difference of every final
+    difference put on the value head's scale, for any margin; a result-only value gives the
+    nearest result and no difference."""
+    for size in (4, 6, 8):
+        game = Othello(size)
+        differences = np.arange(-game.num_squares, game.num_squares + 1)
+        for margin in (0.1, 0.5, 1.0):
+            result, difference = game.read_value(np.asarray(game.result_value(differences, margin)), margin)
+            np.testing.assert_array_equal(result, np.sign(differences))
+            np.testing.assert_allclose(difference, differences, atol=1e-3)
+        result, difference = game.read_value(np.array([0.9, 0.3, -0.3, -0.7]))
+        np.testing.assert_array_equal(result, [1, 0, 0, -1])
+        assert np.isnan(difference).all()
+    # a value beyond what any game gives (rounding) still reads within the board
+    assert Othello(6).read_value(1.5, 0.25)[1] == 36
+
+
 def test_hand_built_endings_value_and_mask():
     """Value = max(network, best ending) or the best ending when every move ends the game; a
     win on the spot leaves only its logit unmasked; passes and finished games unchanged."""

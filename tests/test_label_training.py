@@ -300,8 +300,8 @@ def test_a_margin_value_network_learns_exact_values_and_plays_on_their_scale(lab
     _, value = label_data.targets(positions, 0.5)
     sign = np.sign(positions.best.astype(np.float32))
     np.testing.assert_allclose(value, 0.5 * sign + 0.5 * positions.best / 36, rtol=1e-6)
-    assert (np.sign(value) == sign).all() and set(label_data.value_class(value, 0.5).tolist()) == {-1, 0, 1}
-    np.testing.assert_array_equal(label_data.value_class(value, 0.5), sign)
+    assert (np.sign(value) == sign).all() and set(GAME.read_value(value, 0.5)[0].tolist()) == {-1, 0, 1}
+    np.testing.assert_array_equal(GAME.read_value(value, 0.5)[0], sign)
     rows = label_data.to_device(labels, 0.5)
     np.testing.assert_allclose(np.asarray(label_data.label_samples(rows, jnp.arange(len(labels)), GAME).value), value)
 
@@ -312,7 +312,7 @@ def test_a_margin_value_network_learns_exact_values_and_plays_on_their_scale(lab
     test = labels.take(labels.split == "test").positions
     apply = jax.jit(functools.partial(make_network(6, network).apply, train=False))
     predicted = np.asarray(apply(variables, GAME.observation(ts.to_states(test)))[1])
-    assert result["value_sign"] == pytest.approx(np.mean(label_data.value_class(predicted, 0.5) == np.sign(test.best)))
+    assert result["value_sign"] == pytest.approx(np.mean(GAME.read_value(predicted, 0.5)[0] == np.sign(test.best)))
     assert result["value_mse"] == pytest.approx(np.mean((predicted - label_data.value_targets(test, 0.5)) ** 2),
                                                 rel=1e-5)
 

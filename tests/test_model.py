@@ -141,3 +141,30 @@ def test_move_planes_network_widens_only_the_stem():
     assert shapes(plain_vars) == shapes(move_vars)
     logits, value = apply(moves, move_vars, observations(6, 5), train=False)
     assert logits.shape == (5, 37) and value.shape == (5,)
+
+
+def test_wider_heads_change_only_the_heads_and_need_the_newer_checkpoint_format():
+    """``policy_channels``/``value_channels``: the defaults are AlphaZero's 2 and 1 (so every saved
+    network keeps its parameters); wider ones widen the heads' 1x1 convolutions and the dense
+    layers after them, nothing in the tower, and mark the checkpoint as one older code cannot read."""
+    from othello_jax import checkpoint
+
+    plain_config = NetworkConfig.preset("tiny")
+    wide_config = NetworkConfig.preset("tiny", policy_channels=16, value_channels=4)
+    plain, wide = make_network(6, plain_config), make_network(6, wide_config)
+    plain_vars, wide_vars = (init_variables(n, jax.random.key(0), 6) for n in (plain, wide))
+    p, w = plain_vars["params"], wide_vars["params"]
+    # flax numbers the head convolutions after the stem's and the tower's: policy, then value
+    heads = sorted(k for k in p if k.startswith("Conv_"))
+    policy_conv, value_conv = heads[-2], heads[-1]
+    assert p[policy_conv]["kernel"].shape == (1, 1, 16, 2) and w[policy_conv]["kernel"].shape == (1, 1, 16, 16)
+    assert p[value_conv]["kernel"].shape == (1, 1, 16, 1) and w[value_conv]["kernel"].shape == (1, 1, 16, 4)
+    assert w["Dense_0"]["kernel"].shape == (36 * 16, 37)
+    assert w["Dense_1"]["kernel"].shape == (36 * 4, wide_config.value_hidden)
+    tower = lambda params: jax.tree.map(np.shape, {k: v for k, v in params.items() if k.startswith("ResidualBlock")})
+    assert tower(p) == tower(w)
+    logits, value = apply(wide, wide_vars, observations(6, 5), train=False)
+    assert logits.shape == (5, 37) and value.shape == (5,) and bool(jnp.all(jnp.abs(value) <= 1))
+    assert checkpoint.format_version(plain_config) == checkpoint.FORMAT_VERSION
+    assert checkpoint.format_version(wide_config) == checkpoint.AUX_FORMAT_VERSION
+    assert checkpoint.format_version({"blocks": 1, "channels": 16}) == checkpoint.FORMAT_VERSION  # an old meta

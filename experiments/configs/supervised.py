@@ -21,12 +21,13 @@ from ml_collections import ConfigDict
 
 
 def network(preset: str = "", blocks: int = 0, channels: int = 0, value_hidden: int = 0) -> ConfigDict:
-    """The ``network`` section: a preset, then any field > 0 (or non-empty) overrides it.
+    """The ``network`` section: a preset, then any field > 0 (or non-empty) overrides it
+    (``policy_channels``/``value_channels``: the heads' 1x1 convolution widths, 0 = 2 and 1).
     ``value_margin`` (labelled sets only): the value target is (1 - m) * result + m * exact disc
     difference / squares instead of the result alone, and the network's searches value finished
     games the same way (``NetworkConfig.value_margin``)."""
     return ConfigDict(dict(preset=preset, blocks=blocks, channels=channels, value_hidden=value_hidden, dtype="",
-                           move_planes=False, value_margin=0.0))
+                           move_planes=False, value_margin=0.0, policy_channels=0, value_channels=0))
 
 
 def get_config(variant: str = "") -> ConfigDict:

@@ -39,10 +39,17 @@ class PositionAnalysis(NamedTuple):
     best: int  # the search's move
     simulations: int
     moves: tuple[MoveStat, ...]  # legal moves, most visited first (ties: higher prior first)
+    game: Othello  # the rules the values are for (their board size)
+    value_margin: float = 0.0  # the network's value scale (``NetworkConfig.value_margin``): 0 = results only
+
+    def describe(self, value: float) -> str:
+        """One of this analysis' values with what it says (see :func:`format_value`)."""
+        return format_value(value, self.game, self.value_margin)
 
 
-def summarize(result: SearchResult, index: int, game: Othello) -> PositionAnalysis:
-    """The ``index``-th root of a batched search result as host-side numbers."""
+def summarize(result: SearchResult, index: int, game: Othello, value_margin: float = 0.0) -> PositionAnalysis:
+    """The ``index``-th root of a batched search result as host-side numbers (values on the scale
+    of a network with ``value_margin``)."""
     pick = lambda x: np.asarray(x[index])
     legal = pick(result.legal)
     prior = np.asarray(jax.nn.softmax(jnp.where(legal, pick(result.prior_logits), -jnp.inf)))
@@ -56,6 +63,8 @@ def summarize(result: SearchResult, index: int, game: Othello) -> PositionAnalys
         best=int(pick(result.action)),
         simulations=int(visits.sum()),
         moves=tuple(moves),
+        game=game,
+        value_margin=value_margin,
     )
 
 
@@ -66,6 +75,7 @@ class Analyzer:
                  search_config: ml_collections.ConfigDict, value_margin: float = 0.0):
         self.game = game
         self.variables = variables
+        self.value_margin = value_margin
         self.search_config = ml_collections.FrozenConfigDict(search_config)
         self._search: Callable[[dict, State, jax.Array], SearchResult] = search_fn(game, apply_fn, self.search_config,
                                                                                    value_margin)
@@ -77,7 +87,7 @@ class Analyzer:
 
     def analyze(self, state: State, key: jax.Array) -> PositionAnalysis:
         """Analysis of one unbatched position."""
-        return summarize(self.search(batch_of_one(state), key), 0, self.game)
+        return summarize(self.search(batch_of_one(state), key), 0, self.game, self.value_margin)
 
 
     def agent(self, name: str = "network+search") -> Agent:
@@ -86,28 +96,34 @@ class Analyzer:
 
         def act(states: State, key: jax.Array) -> jax.Array:
             result = self.search(states, key)
-            self.last_move = summarize(result, 0, self.game)
+            self.last_move = summarize(result, 0, self.game, self.value_margin)
             return result.action
 
         return Agent(name=name, act=act, jittable=False)
 
 
-def format_value(value: float) -> str:
-    """A value in -1..1 with its rough winning chance, e.g. ``+0.30 (65%)``."""
-    return f"{value:+.2f} ({50 * (value + 1):.0f}%)"
+def format_value(value: float, game: Othello, value_margin: float = 0.0) -> str:
+    """A value with what it says: a result-only network's rough winning chance, ``+0.30 (65%)``;
+    a margin network's result and disc difference (``Othello.read_value``), ``+0.62 (wins by ~9)``."""
+    if not value_margin:
+        return f"{value:+.2f} ({50 * (value + 1):.0f}%)"
+    result, difference = (x.item() for x in game.read_value(value, value_margin))
+    if result == 0:
+        return f"{value:+.2f} (about a draw)"
+    return f"{value:+.2f} ({'wins' if result > 0 else 'loses'} by ~{abs(difference):.0f})"
 
 
 def format_search_line(analysis: PositionAnalysis, top: int = 5) -> str:
     """One line: the searcher's value estimate and its most visited moves."""
     moves = ", ".join(f"{m.square} {m.visits}" for m in analysis.moves[:top])
-    return f"value estimate {format_value(analysis.search_value)}; top moves (visits): {moves}"
+    return f"value estimate {analysis.describe(analysis.search_value)}; top moves (visits): {moves}"
 
 
 def format_analysis(analysis: PositionAnalysis, top: int = 5) -> str:
     """A small table: values, then the top moves by visits with prior and search value."""
     lines = [
-        f"network value {format_value(analysis.network_value)}, "
-        f"search value {format_value(analysis.search_value)} "
+        f"network value {analysis.describe(analysis.network_value)}, "
+        f"search value {analysis.describe(analysis.search_value)} "
         f"after {analysis.simulations} simulations (side to move's view)",
         f"{'move':>5} {'visits':>7} {'prior':>7} {'q':>7}",
     ]

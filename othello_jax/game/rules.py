@@ -28,6 +28,7 @@ from othello_jax.game import bitboard as bb
 BLACK = 0
 WHITE = 1
 SIZES = (4, 6, 8)
+DRAW_BAND = 0.5  # a value within this of 0 (on the result's share of the scale) reads as a draw
 
 
 class State(NamedTuple):
@@ -184,6 +185,23 @@ class Othello:
         """
         difference = jnp.asarray(difference).astype(jnp.float32)
         return (1.0 - margin) * jnp.sign(difference) + margin * difference / self.num_squares
+
+    def read_value(self, value: np.ndarray | float, margin: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """What values on the value head's scale say, on the host: ``(result, difference)``, the
+        inverse of :meth:`result_value`.
+
+        ``result`` (int32 -1/0/+1) is the nearest result on its share of the scale: a draw within
+        ``DRAW_BAND * (1 - margin)`` of 0. ``difference`` (float32) is the final disc difference the
+        rest of the value gives with that result, within the board's squares; NaN for ``margin`` 0,
+        whose values say nothing of margins.
+        """
+        value = np.asarray(value, np.float32)
+        band = DRAW_BAND * (1.0 - margin)
+        result = np.where(value > band, 1, np.where(value < -band, -1, 0)).astype(np.int32)
+        if not margin:
+            return result, np.full(value.shape, np.nan, np.float32)
+        difference = (value - (1.0 - margin) * result) * self.num_squares / margin
+        return result, np.clip(difference, -self.num_squares, self.num_squares).astype(np.float32)
 
     def ending_moves(self, state: State) -> tuple[jax.Array, jax.Array]:
         """Which legal moves end the game, and the final disc difference for the mover: (bool,

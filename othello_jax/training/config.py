@@ -75,8 +75,10 @@ def default_config() -> ConfigDict:
 
     # preset, then any field > 0 (or non-empty) overrides it
     # value_head "scalar" | "wdl"; score/ownership heads (auxiliary targets); global pooling (experiments/ab_arms.md);
-    # move_planes: both sides' legal moves as input planes (derived inside the network)
-    c.network = ConfigDict(dict(preset="small", blocks=0, channels=0, value_hidden=0, dtype="", value_head="scalar",
+    # move_planes: both sides' legal moves as input planes (derived inside the network);
+    # policy_channels/value_channels: the heads' 1x1 convolution widths (0 = AlphaZero's 2 and 1)
+    c.network = ConfigDict(dict(preset="small", blocks=0, channels=0, value_hidden=0, policy_channels=0,
+                                value_channels=0, dtype="", value_head="scalar",
                                 score_head=False, ownership_head=False, global_pool=False,
                                 move_planes=False))
     c.search = search.default_search_config()

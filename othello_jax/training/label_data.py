@@ -35,7 +35,6 @@ from othello_jax.training.samples import Samples
 
 # (most, fewest) empties, the scorer's band convention; reported as "8-12", ...
 LABEL_BANDS: tuple[tuple[int, int], ...] = ((12, 8), (16, 13), (20, 17), (24, 21))
-DRAW_MARGIN = 0.5  # a predicted value within this of 0 reads as a draw (nearest of -1, 0, +1)
 
 
 class LabelRows(NamedTuple):
@@ -168,13 +167,6 @@ def predict(net: Any, variables: Any, positions: ts.TestSet, batch_size: int = 4
     return np.concatenate(actions), np.concatenate(values)
 
 
-def value_class(value: np.ndarray, value_margin: float = 0.0) -> np.ndarray:
-    """The result (-1, 0, +1) each predicted value names: a draw within :data:`DRAW_MARGIN` of 0 on
-    the result's share of the scale (``1 - value_margin``; see :func:`value_targets`)."""
-    value, margin = np.asarray(value), DRAW_MARGIN * (1.0 - value_margin)
-    return np.where(value > margin, 1, np.where(value < -margin, -1, 0))
-
-
 def band_name(band: tuple[int, int]) -> str:
     """(most, fewest) empties -> ``"fewest-most"``."""
     return f"{band[1]}-{band[0]}"
@@ -220,7 +212,7 @@ def score(actions: np.ndarray, values: np.ndarray, positions: ts.TestSet,
     truth = np.sign(positions.best.astype(np.int32))
     values = np.asarray(values, np.float64)
     n = len(positions)
-    sign = float(np.mean(value_class(values, value_margin) == truth)) if n else float("nan")
+    sign = float(np.mean(Othello(positions.size).read_value(values, value_margin)[0] == truth)) if n else float("nan")
     mse = float(np.mean((values - value_targets(positions, value_margin)) ** 2)) if n else float("nan")
     return LabelScore(moves, n, sign, mse)
 
