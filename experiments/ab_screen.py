@@ -53,6 +53,8 @@ ARMS: dict[str, list[str]] = {
     "hostpol16": ["selfplay.host_exact_empties=16", "selfplay.host_exact_policy=True"],
     # both sides' legal moves as two more input planes (derived inside the network from the discs)
     "moves": ["network.move_planes=True"],
+    # wider heads: 32 policy and 8 value channels in the heads' 1x1 convolutions (AlphaZero's 2 and 1)
+    "heads": ["network.policy_channels=32", "network.value_channels=8"],
     # each game opens with 0..R uniformly random moves (not recorded): positions beyond the
     # network's own narrow opening book, as the evaluations' random openings reach
     "random6": ["selfplay.random_plies=6"],
