@@ -111,8 +111,10 @@ def test_read_value_inverts_result_value():
         result, difference = game.read_value(np.array([0.9, 0.3, -0.3, -0.7]))
         np.testing.assert_array_equal(result, [1, 0, 0, -1])
         assert np.isnan(difference).all()
-    # a value beyond what any game gives (rounding) still reads within the board
-    assert Othello(6).read_value(1.5, 0.25)[1] == 36
+    # values no game gives (a barely winning value under a big margin, beyond 1) read on the
+    # result's side and within the board
+    np.testing.assert_array_equal(Othello(6).read_value(np.array([0.3, -0.3, 0.1, 1.5]), 0.5),
+                                  ([1, -1, 0, 1], [1, -1, 0, 36]))
 
 
 def test_hand_built_endings_value_and_mask():

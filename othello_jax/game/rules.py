@@ -192,7 +192,8 @@ class Othello:
 
         ``result`` (int32 -1/0/+1) is the nearest result on its share of the scale: a draw within
         ``DRAW_BAND * (1 - margin)`` of 0. ``difference`` (float32) is the final disc difference the
-        rest of the value gives with that result, within the board's squares; NaN for ``margin`` 0,
+        rest of the value gives with that result, kept on the result's side (a win by at least 1
+        disc, a loss by at least 1, a draw 0) and within the board's squares; NaN for ``margin`` 0,
         whose values say nothing of margins.
         """
         value = np.asarray(value, np.float32)
@@ -201,7 +202,10 @@ class Othello:
         if not margin:
             return result, np.full(value.shape, np.nan, np.float32)
         difference = (value - (1.0 - margin) * result) * self.num_squares / margin
-        return result, np.clip(difference, -self.num_squares, self.num_squares).astype(np.float32)
+        squares = self.num_squares
+        difference = np.where(result > 0, np.clip(difference, 1, squares),
+                              np.where(result < 0, np.clip(difference, -squares, -1), 0.0))
+        return result, difference.astype(np.float32)
 
     def ending_moves(self, state: State) -> tuple[jax.Array, jax.Array]:
         """Which legal moves end the game, and the final disc difference for the mover: (bool,
