@@ -201,8 +201,8 @@ class Othello:
         result = np.where(value > band, 1, np.where(value < -band, -1, 0)).astype(np.int32)
         if not margin:
             return result, np.full(value.shape, np.nan, np.float32)
-        difference = (value - (1.0 - margin) * result) * self.num_squares / margin
         squares = self.num_squares
+        difference = (value - (1.0 - margin) * result) * squares / margin
         difference = np.where(result > 0, np.clip(difference, 1, squares),
                               np.where(result < 0, np.clip(difference, -squares, -1), 0.0))
         return result, difference.astype(np.float32)
