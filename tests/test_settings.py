@@ -180,3 +180,34 @@ def test_every_shipped_training_config_passes_its_checks(name):
     check_config(config)
     _, settings = resolve_stages(config)
     assert settings[0].board_size == config.board_size and settings[0].iterations == config.iterations
+
+
+def test_both_programs_network_sections_reach_every_network_field_they_offer():
+    """Training and supervised learning build their ``network`` section with one function: unset,
+    it gives the preset's shape; every ``NetworkConfig`` field either program offers, set in the
+    section, reaches the resolved network and changes nothing else (a field added to
+    ``NetworkConfig`` is offered by both unless a program leaves it out, and then it is not in that
+    program's section)."""
+    from ml_collections import ConfigDict
+
+    from othello_jax.model import NetworkConfig
+    from othello_jax.training.config import SELFPLAY_WITHOUT, network_section
+    from othello_jax.training.settings import network_config
+
+    changed = dict(blocks=3, channels=24, value_hidden=16, policy_channels=32, value_channels=8, dtype="bfloat16",
+                   value_head="wdl", score_head=True, ownership_head=True, global_pool=True, move_planes=True,
+                   value_margin=0.25)
+    assert set(changed) == {f.name for f in dataclasses.fields(NetworkConfig)}, "a new field: add it here"
+    programs = {"training": (default_config(), SELFPLAY_WITHOUT),
+                "supervised": (supervised_configs.get_config(), supervised_configs.WITHOUT)}
+    small = NetworkConfig.preset("small")
+    for program, (config, without) in programs.items():
+        assert network_config(config) == NetworkConfig.preset(config.network.preset), program
+        assert not set(without) & set(config.network), program
+        for name, value in changed.items():
+            if name in without:
+                continue
+            got = network_config(ConfigDict(dict(network=network_section("small", without=without, **{name: value}))))
+            assert got == dataclasses.replace(small, **{name: value}), (program, name)
+    with pytest.raises(InputError, match="unknown network field"):
+        network_section("small", heads=3)

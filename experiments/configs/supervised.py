@@ -19,15 +19,19 @@ from __future__ import annotations
 
 from ml_collections import ConfigDict
 
+from othello_jax.training.config import network_section
 
-def network(preset: str = "", blocks: int = 0, channels: int = 0, value_hidden: int = 0) -> ConfigDict:
-    """The ``network`` section: a preset, then any field > 0 (or non-empty) overrides it
-    (``policy_channels``/``value_channels``: the heads' 1x1 convolution widths, 0 = 2 and 1).
-    ``value_margin`` (labelled sets only): the value target is (1 - m) * result + m * exact disc
-    difference / squares instead of the result alone, and the network's searches value finished
-    games the same way (``NetworkConfig.value_margin``)."""
-    return ConfigDict(dict(preset=preset, blocks=blocks, channels=channels, value_hidden=value_hidden, dtype="",
-                           move_planes=False, value_margin=0.0, policy_channels=0, value_channels=0))
+# supervised networks have no score/ownership heads, global pooling or WDL value head.
+# ``value_margin`` (labelled sets only): the value target is (1 - m) * result + m * exact disc
+# difference / squares instead of the result alone, and the network's searches value finished games
+# the same way (``NetworkConfig.value_margin``)
+WITHOUT = ("value_head", "score_head", "ownership_head", "global_pool")
+
+
+def network(preset: str = "", **values) -> ConfigDict:
+    """The ``network`` section (:func:`~othello_jax.training.config.network_section`): a preset,
+    then any field set (> 0 or non-empty) overrides it."""
+    return network_section(preset, without=WITHOUT, **values)
 
 
 def get_config(variant: str = "") -> ConfigDict:

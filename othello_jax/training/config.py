@@ -45,12 +45,31 @@ and checkpoint also fit inside ``max_minutes``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import ml_collections
 from ml_collections import ConfigDict
 
 from othello_jax import search
 from othello_jax.errors import InputError
+from othello_jax.model import NetworkConfig
 from othello_jax.training import selfplay
+
+# network fields self-play training does not offer: its value targets are results, not margins
+SELFPLAY_WITHOUT = ("value_margin",)
+
+
+def network_section(preset: str = "", without: tuple[str, ...] = (), **values) -> ConfigDict:
+    """A ``network`` section (the training and supervised configs share it): ``preset``, then every
+    :class:`~othello_jax.model.NetworkConfig` field, unset (0, "" or False: the preset's or the class's
+    value, see ``settings.network_config``) unless given in ``values``; ``without`` names fields the
+    program cannot use, left out so that overriding them is an unknown-key error."""
+    unset = {int: 0, float: 0.0, str: "", bool: False}
+    fields = {f.name: unset[type(f.default)] for f in dataclasses.fields(NetworkConfig) if f.name not in without}
+    unknown = set(values) - set(fields)
+    if unknown:
+        raise InputError(f"unknown network field(s) {', '.join(sorted(unknown))}")
+    return ConfigDict(dict(preset=preset, **{**fields, **values}))
 
 
 def default_config() -> ConfigDict:
@@ -77,10 +96,7 @@ def default_config() -> ConfigDict:
     # value_head "scalar" | "wdl"; score/ownership heads (auxiliary targets); global pooling (experiments/ab_arms.md);
     # move_planes: both sides' legal moves as input planes (derived inside the network);
     # policy_channels/value_channels: the heads' 1x1 convolution widths (0 = AlphaZero's 2 and 1)
-    c.network = ConfigDict(dict(preset="small", blocks=0, channels=0, value_hidden=0, policy_channels=0,
-                                value_channels=0, dtype="", value_head="scalar",
-                                score_head=False, ownership_head=False, global_pool=False,
-                                move_planes=False))
+    c.network = network_section("small", without=SELFPLAY_WITHOUT, value_head="scalar")
     c.search = search.default_search_config()
     c.selfplay = selfplay.default_selfplay_config()
 
