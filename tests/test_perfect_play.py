@@ -15,6 +15,7 @@ from othello_jax.agents.perfect import perfect_agent
 from othello_jax.commands import eval as eval_command
 from othello_jax.commands import make_testset as make_command
 from othello_jax.commands import testset as testset_command
+from othello_jax.errors import InputError
 from othello_jax.evaluation.arena import play_match
 from othello_jax.evaluation.openings import balanced_openings
 from othello_jax.evaluation.perfect_play import judge_match
@@ -190,3 +191,16 @@ def test_commands(capsys, tmp_path):
     assert testset_command.main(["--agent=greedy", f"--file={tmp_path / 'none.npz'}"]) == 2
     assert testset_command.main(["--agent=greedy", "--size=8"]) == 2
     assert "not --size=8" in capsys.readouterr().err
+
+
+def test_concatenated_parts_are_the_whole_and_sizes_must_agree(packaged):
+    """``TestSet.concatenate`` (how made sets are joined) gives back the rows in order, every field;
+    parts of different board sizes are a one-line error."""
+    rows = len(packaged)
+    parts = [packaged.take(np.arange(0, rows // 3)), packaged.take(np.arange(rows // 3, rows))]
+    whole = ts.TestSet.concatenate(parts)
+    assert len(whole) == rows and whole.size == packaged.size
+    for got, expected in zip(whole[1:], packaged[1:], strict=True):
+        np.testing.assert_array_equal(got, expected)
+    with pytest.raises(InputError, match="positions of different board sizes: 4x4, 6x6"):
+        ts.TestSet.concatenate([parts[0], ts.TestSet(4, *parts[1][1:])])

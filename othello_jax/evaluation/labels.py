@@ -218,7 +218,7 @@ def make_labels(game: Othello, source: str, bands: dict[Band, int], seed: int = 
                     progress(f"{band[0]}-{band[1]} empties: {count} positions with {empties} empties, "
                              f"{int((seconds > 0).sum())} solved in {seconds.sum():.1f} CPU s")
             costs.append(BandCost(band, sum(per_empties.values()), solved, time.perf_counter() - begin, cpu))
-    positions = ts.TestSet(game.size, *(np.concatenate(x) for x in zip(*(p[0][1:] for p in parts), strict=True)))
+    positions = ts.TestSet.concatenate([p[0] for p in parts])
     game_ids = np.concatenate([p[1] for p in parts])
     split = np.where(held_out(game_ids, seed, test_share), "test", "train")
     labels = LabelSet(positions, game_ids, np.concatenate([p[2] for p in parts]), split,
@@ -228,10 +228,7 @@ def make_labels(game: Othello, source: str, bands: dict[Band, int], seed: int = 
 
 def concatenate(parts: list[LabelSet]) -> LabelSet:
     """The positions of every set, in order (one board size; an ``InputError`` otherwise)."""
-    sizes = sorted({part.positions.size for part in parts})
-    if len(sizes) != 1:
-        raise InputError(f"labelled sets of different board sizes: {', '.join(f'{s}x{s}' for s in sizes)}")
-    positions = ts.TestSet(sizes[0], *(np.concatenate(x) for x in zip(*(p.positions[1:] for p in parts), strict=True)))
+    positions = ts.TestSet.concatenate([part.positions for part in parts])
     return LabelSet(positions, *(np.concatenate(x) for x in zip(*(p[1:] for p in parts), strict=True)))
 
 

@@ -120,7 +120,7 @@ def make_testset(game: Othello = Othello(6), count: int = DEFAULT_COUNT, low: in
     trace = mixed_play_games(game, max(4 * count, 512), seed)
     with ts.solver_pool(workers) or contextlib.nullcontext() as pool:
         parts = _solve_parts(game, trace, empties_counts(count, low, high), seed, backend, pool, workers, progress)
-    return ts.TestSet(game.size, *(np.concatenate(x) for x in zip(*(p[1:] for p in parts), strict=True)))
+    return ts.TestSet.concatenate(parts)
 
 
 def _solve_parts(game: Othello, trace: State, counts: dict[int, int], seed: int, backend: str, pool, workers: int,
@@ -137,8 +137,7 @@ def _solve_parts(game: Othello, trace: State, counts: dict[int, int], seed: int,
             solved = ts.build(jax.tree.map(lambda x: x[start:stop], found), game, backend, pool, workers)
             kept.append(solved.take(np.flatnonzero(ts.informative(solved))))
             start = stop
-        part = ts.TestSet(game.size, *(np.concatenate(x)[:needed] for x in zip(*(k[1:] for k in kept), strict=True)))
-        parts.append(part)
+        parts.append(ts.TestSet.concatenate(kept).take(np.arange(needed)))
         if progress is not None:
             progress(f"{empties} empties: {needed} positions")
     return parts

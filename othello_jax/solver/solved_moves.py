@@ -68,6 +68,16 @@ class TestSet(NamedTuple):
         rows = np.asarray(rows, np.int64)
         return TestSet(self.size, *(np.asarray(x)[rows] for x in self[1:]))
 
+    @staticmethod
+    def concatenate(parts: Sequence[TestSet]) -> TestSet:
+        """The rows of every part, in order (one board size; an ``InputError`` otherwise).
+        (``len`` counts rows, so build new sets with this, ``take`` or the constructor,
+        not ``_replace``.)"""
+        sizes = sorted({part.size for part in parts})
+        if len(sizes) != 1:
+            raise InputError(f"positions of different board sizes: {', '.join(f'{s}x{s}' for s in sizes)}")
+        return TestSet(sizes[0], *(np.concatenate(x) for x in zip(*(part[1:] for part in parts), strict=True)))
+
 
 def _bitboard(u64: np.ndarray) -> bb.Bitboard:
     u64 = np.asarray(u64, np.uint64)
