@@ -13,11 +13,13 @@ from typing import Any
 
 import ml_collections
 
-from othello_jax.errors import need
+from othello_jax.agents.specs import parse_spec
+from othello_jax.errors import InputError, need
 from othello_jax.game import Othello
 from othello_jax.search.config import read_record
 
 VALUE_TARGETS = ("z", "q", "zq", "lambda")
+OPPONENT_KINDS = ("random", "greedy", "alphabeta")  # fixed opponents self-play can compile in
 
 
 def default_selfplay_config() -> ml_collections.ConfigDict:
@@ -43,6 +45,12 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
     # optimal moves (exact disc margin), solved with the values (3-5x their cost at 9-16 empties)
     # Off: +3.3 points of optimal moves at 10 minutes, none at 26 (RESULTS.md, 2026-11-26)
     c.host_exact_policy = False
+    # > 0: this share of each lane's games is played against a fixed opponent (``opponent``) for
+    # positions self-play never reaches (the max-flips lines behind 8x8's wipeouts); the opponent
+    # plays black in half of them and white in the other half. The network searches every position
+    # of those games as usual, and every position trains on the search's policy and value targets
+    c.opponent_share = 0.0
+    c.opponent = "greedy"  # an agent spec: "random", "greedy" or "alphabeta:depth=D"
     c.harvest = ml_collections.ConfigDict(dict(
         per_tree=0,  # extra positions taken from each search tree (OLIVAW); 0 = off
         min_visits=4,  # a node needs at least this many visits to be harvested
@@ -64,7 +72,8 @@ Config = Mapping[str, Any] | ml_collections.ConfigDict
 
 # settings added after runs were written: a config without them (an old workdir's) reads them at
 # their defaults, which leave self-play as it was
-ADDED_SETTINGS = ("host_exact_empties", "host_exact_workers", "host_exact_policy", "random_plies")
+ADDED_SETTINGS = ("host_exact_empties", "host_exact_workers", "host_exact_policy", "random_plies", "opponent_share",
+                  "opponent")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +131,8 @@ class SelfPlaySettings:
     host_exact_empties: int
     host_exact_workers: int
     host_exact_policy: bool
+    opponent_share: float
+    opponent: str
     harvest: HarvestSettings
     resign: ResignSettings
     final_board: bool
@@ -150,7 +161,25 @@ class SelfPlaySettings:
         need(s.host_exact_workers >= 1, f"selfplay.host_exact_workers must be >= 1, got {s.host_exact_workers}")
         need(not s.host_exact_policy or s.host_exact_empties > 0,
              "selfplay.host_exact_policy needs selfplay.host_exact_empties > 0 (the positions it labels)")
+        need(0.0 <= s.opponent_share <= 1.0, f"selfplay.opponent_share must be in [0, 1], got {s.opponent_share}")
+        if s.opponent_share > 0:
+            check_opponent(s.opponent)
         return s
+
+    def opponent_games(self) -> int:
+        """Games per lane played against ``opponent`` (the lane's first ones; 0 = off)."""
+        return int(round(self.opponent_share * self.num_games))
+
+
+def check_opponent(spec: str) -> None:
+    """One-line ``InputError`` unless ``spec`` names a fixed opponent self-play can compile in."""
+    try:
+        kind, options = parse_spec(spec)
+    except InputError as error:  # a malformed spec: say which setting holds it
+        raise InputError(f"selfplay.opponent {spec!r}: {error}") from None
+    need(kind in OPPONENT_KINDS and not {"solve", "solver"} & set(options),
+         f"selfplay.opponent must be one of {', '.join(OPPONENT_KINDS)} (e.g. alphabeta:depth=2, without solve=), "
+         f"got {spec!r}")
 
 
 def check_selfplay_config(config: Config) -> SelfPlaySettings:
