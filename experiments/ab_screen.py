@@ -12,6 +12,10 @@ positions/s, iterations, test-set optimal share and disc loss per move (mean ove
     python -m experiments.ab_screen --minutes 8 --seeds 0 1 2 --root runs/ab
     python -m experiments.ab_screen --arms baseline wdl --seeds 0 --minutes 2 --games 8   # smoke run
 
+``--board 8`` screens ``othello8_cpu`` instead (the issue's 8x8 screens: 6-12 minutes, 3 seeds);
+8x8 has no perfect-play test set, so its networks are scored in ``--games`` games against greedy
+(counting the losses by wipeout, the network left with no disc) and against alpha-beta depth 4.
+
 Finished runs are kept (``trained.json`` / ``scores.json`` in each workdir), so the command
 resumes where it stopped and re-prints the table. Arms are listed in ``ARMS`` (and in
 ``experiments/ab_arms.md``); ``--set KEY=VALUE`` adds an override to every arm.
@@ -32,7 +36,7 @@ import numpy as np
 
 from experiments import label_then_learn
 
-CONFIG = "experiments/configs/othello6_cpu.py"
+CONFIGS = {6: "experiments/configs/othello6_cpu.py", 8: "experiments/configs/othello8_cpu.py"}
 ARMS: dict[str, list[str]] = {
     "baseline": [],
     "wdl": ["network.value_head=wdl"],
@@ -59,6 +63,10 @@ ARMS: dict[str, list[str]] = {
     # network's own narrow opening book, as the evaluations' random openings reach
     "random6": ["selfplay.random_plies=6"],
     "random10": ["selfplay.random_plies=10"],
+    # a quarter of each lane's games against a fixed opponent (both colours): positions of other
+    # styles, such as greedy's max-flips lines behind 8x8's wipeouts (a small league)
+    "greedy25": ["selfplay.opponent_share=0.25", "selfplay.opponent=greedy"],
+    "ab2_25": ["selfplay.opponent_share=0.25", "selfplay.opponent=alphabeta:depth=2"],
     # start from a trained network (--init-network, e.g. one pretrained on exact labels); the
     # minutes that made it (--init-minutes) come off this arm's budget
     "pretrained": ["init_network={init_network}"],
@@ -79,19 +87,19 @@ def uses_init_network(arm: str) -> bool:
 
 
 def train_command(arm: str, seed: int, minutes: float, workdir: Path, extra: list[str],
-                  init_network: str = "", init_minutes: float = 0.0) -> list[str]:
+                  init_network: str = "", init_minutes: float = 0.0, board: int = 6) -> list[str]:
     """The training command line of one run (also printed in the table): ``{seed}`` in
     ``init_network`` becomes the run's seed, and an arm starting from it trains ``init_minutes``
     less, so every arm spends the same wall clock. A label arm's command makes its labels and
     learns from them within ``minutes`` (``extra`` overrides are for self-play's config only)."""
-    if arm in LABEL_ARMS:
+    if arm in LABEL_ARMS:  # 6x6 only (main refuses them with --board 8)
         return [sys.executable, "-m", "experiments.label_then_learn", f"--minutes={minutes:g}", f"--seed={seed}",
                 f"--workdir={workdir}", f"--per-band={LABEL_ARMS[arm]}"]
     if uses_init_network(arm):  # main() refuses such an arm without --init-network
         minutes = minutes - init_minutes
     start = init_network.replace("{seed}", str(seed))
     overrides = [f"--config.{item.replace('{init_network}', start)}" for item in [*ARMS[arm], *extra]]
-    return [sys.executable, "-m", "othello_jax.cli", "train", f"--config={CONFIG}", f"--workdir={workdir}",
+    return [sys.executable, "-m", "othello_jax.cli", "train", f"--config={CONFIGS[board]}", f"--workdir={workdir}",
             f"--config.seed={seed}", f"--config.max_minutes={minutes:g}", "--config.eval.every=0", *overrides]
 
 
@@ -153,6 +161,43 @@ def score_run(workdir: Path, games: int, sims: int, seed: int) -> dict:
                 ab3_as_black=summary.score_as_black, ab3_as_white=summary.score_as_white)
 
 
+def score_run_8x8(workdir: Path, games: int, sims: int, seed: int) -> dict:
+    """Matches of the run's final 8x8 network against greedy and alpha-beta depth 4 (one process);
+    a loss by wipeout leaves the network no disc of its own."""
+    import jax
+
+    from othello_jax.agents.specs import parse_agent
+    from othello_jax.evaluation import arena
+    from othello_jax.game import Othello
+
+    game = Othello(8)
+    player = parse_agent(f"net:ckpt={workdir},sims={sims}", game)
+    scores = {}
+    for i, (name, spec) in enumerate((("greedy", "greedy"), ("ab4", "alphabeta:depth=4"))):
+        open_key, play_key = jax.random.split(jax.random.key(1000 * (i + 1) + seed))
+        lines = arena.match_openings(game, games, open_key)
+        result = arena.play_match(game, player, parse_agent(spec, game), lines, play_key)
+        summary = result.summary()
+        scores.update({name: summary.score, f"{name}_ci": summary.score_ci, f"{name}_games": summary.games,
+                       f"{name}_wipeouts": int(result.first_wiped_out.sum())})
+    return scores
+
+
+def arm_row_8x8(arm: str, runs: list[tuple[dict, dict]], minutes: float) -> str:
+    """One markdown table row of an 8x8 arm: greedy (and wipeouts lost) and alpha-beta 4 per seed."""
+    trained = [t for t, _ in runs]
+    scores = [s for _, s in runs]
+    cells = []
+    for name in ("greedy", "ab4"):
+        values = np.array([s[name] for s in scores])
+        ci = math.sqrt(sum(s[f"{name}_ci"] ** 2 for s in scores)) / len(scores)
+        cells.append(f"{values.mean():.3f} +- {ci:.3f} ({', '.join(f'{v:.3f}' for v in values)}; "
+                     f"{sum(s[f'{name}_games'] for s in scores)} games)")
+    wipeouts = sum(s["greedy_wipeouts"] for s in scores)
+    return (f"| {arm} | {len(runs)} | {minutes:g} | {np.mean([t['positions_per_s'] for t in trained]):.0f} | "
+            f"{np.mean([t['iterations'] for t in trained]):.1f} | {cells[0]} | {wipeouts} | {cells[1]} |")
+
+
 def wilson(successes: float, trials: int, z: float = 1.96) -> tuple[float, float]:
     """95% Wilson interval of a share."""
     if trials == 0:
@@ -192,7 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--minutes", type=float, default=8.0, help="wall-clock budget of every run")
     parser.add_argument("--root", default="runs/ab", help="one workdir per run below this folder")
-    parser.add_argument("--games", type=int, default=64, help="games against alpha-beta depth 3 per run")
+    parser.add_argument("--board", type=int, default=6, choices=sorted(CONFIGS),
+                        help="6: othello6_cpu, scored on the test set and against alpha-beta 3; 8: othello8_cpu, "
+                             "scored against greedy and alpha-beta 4")
+    parser.add_argument("--games", type=int, default=64,
+                        help="games per match (6x6: against alpha-beta depth 3; 8x8: against each opponent)")
     parser.add_argument("--sims", type=int, default=128, help="simulations when scoring")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="extra config override for every arm (e.g. train.batch_size=256)")
@@ -205,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.score_one:
         workdir = Path(args.score_one)
-        scores = score_run(workdir, args.games, args.sims, seed=0)
+        scores = (score_run_8x8 if args.board == 8 else score_run)(workdir, args.games, args.sims, seed=0)
         (workdir / "scores.json").write_text(json.dumps(scores))
         return 0
     unknown = [arm for arm in args.arms if arm not in ARM_NAMES]
@@ -222,32 +271,39 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--init-minutes must be in [0, --minutes), got {args.init_minutes:g}")
     if any(uses_init_network(arm) for arm in args.arms) and not args.init_network:
         parser.error("the 'pretrained' arm needs --init-network")
-    training = [(train_command(arm, seed, args.minutes, workdir, args.set, args.init_network, args.init_minutes),
-                 workdir / "train.log")
+    if args.board != 6 and any(arm in LABEL_ARMS for arm in args.arms):
+        parser.error(f"the exact-label arms ({', '.join(LABEL_ARMS)}) are 6x6 only")
+    training = [(train_command(arm, seed, args.minutes, workdir, args.set, args.init_network, args.init_minutes,
+                               args.board), workdir / "train.log")
                 for arm, seed, workdir in runs if not (workdir / "trained.json").exists()]
     run_pinned(training, cores)
     for _, _, workdir in runs:
         if (workdir / "metrics.jsonl").exists() and not (workdir / "trained.json").exists():
             (workdir / "trained.json").write_text(json.dumps(training_summary(workdir)))
     scoring = [([sys.executable, "-m", "experiments.ab_screen", f"--score-one={workdir}", f"--games={args.games}",
-                 f"--sims={args.sims}"], workdir / "score.log")
+                 f"--sims={args.sims}", f"--board={args.board}"], workdir / "score.log")
                for _, _, workdir in runs
                if (workdir / "trained.json").exists() and not (workdir / "scores.json").exists()]
     run_pinned(scoring, cores)
 
     print(f"\n{len(cores)} runs at a time, one core each; {args.minutes:g} minutes of wall clock per run; "
           f"scored with {args.sims} simulations; intervals 95%")
-    print("| arm | seeds | minutes | positions/s | iterations | test set: optimal moves (per seed) | "
-          "discs lost per move (per seed) | vs alpha-beta depth 3 |")
+    if args.board == 8:
+        print("| arm | seeds | minutes | positions/s | iterations | vs greedy (per seed) | lost by wipeout | "
+              "vs alpha-beta depth 4 (per seed) |")
+    else:
+        print("| arm | seeds | minutes | positions/s | iterations | test set: optimal moves (per seed) | "
+              "discs lost per move (per seed) | vs alpha-beta depth 3 |")
     print("|---|---|---|---|---|---|---|---|")
+    row = arm_row_8x8 if args.board == 8 else arm_row
     for arm in args.arms:
         done = [(json.loads((w / "trained.json").read_text()), json.loads((w / "scores.json").read_text()))
                 for a, _, w in runs if a == arm and (w / "scores.json").exists()]
         if done:
-            print(arm_row(arm, done, args.minutes))
+            print(row(arm, done, args.minutes))
     arm, seed = args.arms[0], args.seeds[0]
     example = train_command(arm, seed, args.minutes, root / f"{arm}_s{seed}", args.set, args.init_network,
-                            args.init_minutes)
+                            args.init_minutes, args.board)
     shown = ["othello-jax", *example[3:]] if example[2] == "othello_jax.cli" else ["python", *example[1:]]
     print("\nreproduce one run: JAX_NUM_CPU_DEVICES=1 taskset -c 0 " + " ".join(shown))
     return 0

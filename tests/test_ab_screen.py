@@ -25,10 +25,47 @@ def test_the_pretrained_arm_starts_from_its_seeds_network_and_trains_the_rest_of
     assert baseline["config.max_minutes"] == "26" and "config.init_network" not in baseline
 
 
+def test_the_8x8_screen_trains_othello8_cpu_and_scores_against_greedy_and_alpha_beta_4(tmp_path):
+    flags = _flags(ab_screen.train_command("greedy25", 1, 12.0, Path("runs/g"), [], board=8))
+    assert flags["config"] == "experiments/configs/othello8_cpu.py" and flags["config.max_minutes"] == "12"
+    assert flags["config.selfplay.opponent_share"] == "0.25" and flags["config.selfplay.opponent"] == "greedy"
+    six = _flags(ab_screen.train_command("baseline", 1, 12.0, Path("runs/b"), []))
+    assert six["config"] == "experiments/configs/othello6_cpu.py"
+    scores = ab_screen.score_run_8x8("builtin:8x8", games=2, sims=2, seed=0)
+    for name in ("greedy", "ab4"):
+        assert scores[f"{name}_games"] == 2 and 0 <= scores[name] <= 1
+        assert 0 <= scores[f"{name}_wipeouts"] <= 2 - 2 * scores[name]  # a wipeout is a lost game
+    row = ab_screen.arm_row_8x8("greedy25", [({"positions_per_s": 700.0, "iterations": 60}, scores)] * 2, 12.0)
+    assert row.startswith("| greedy25 | 2 | 12 | 700 | 60.0 | ") and row.count("; 4 games)") == 2
+    assert f"| {2 * scores['greedy_wipeouts']} |" in row
+
+
+def test_a_wipeout_is_a_final_difference_of_minus_every_square():
+    """``MatchResult.first_wiped_out``: the rules score a position where one side has no disc as
+    minus every square for it (the empties go to the winner), and only such games count."""
+    import numpy as np
+
+    from othello_jax.evaluation.arena import MatchResult
+    from othello_jax.game import Othello
+    from othello_jax.game import bitboard as bb
+
+    game = Othello(8)
+    squares = np.zeros(64, bool)
+    squares[[0, 1, 9]] = True  # three discs of the mover's opponent, none of the mover's
+    none, three = bb.from_grid(np.zeros((8, 8), bool)), bb.from_grid(squares.reshape(8, 8))
+    ended = game.from_discs(none, three, color=0)
+    assert bool(ended.terminal) and int(game.disc_difference(ended)) == -64
+    # black's difference per (copy, opening); copy 1 has the first agent as white
+    result = MatchResult(game, "a", "b", [[], []], np.zeros((2, 2, 1), np.int32),
+                         np.array([[-64, -62], [64, 0]], np.int32), seconds=0.0)
+    np.testing.assert_array_equal(result.first_wiped_out, [[True, False], [True, False]])
+
+
 @pytest.mark.parametrize("args, message", [
     (["--arms", "baseline", "pretrained"], "needs --init-network"),
     (["--arms", "baseline", "--minutes", "5", "--init-minutes", "5"], "--init-minutes must be in [0, --minutes)"),
     (["--arms", "nope"], "unknown arm(s) nope"),
+    (["--arms", "baseline", "supervised", "--board", "8"], "are 6x6 only"),
 ])
 def test_bad_arguments_are_refused_before_anything_trains(args, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:

@@ -263,6 +263,12 @@ class MatchResult:
         return self.black_disc_diff * np.array([[1], [-1]], np.int32)
 
     @property
+    def first_wiped_out(self) -> np.ndarray:
+        """bool[2, M]: games the first agent lost with no disc of its own left. With the empties
+        going to the winner, exactly those end at a difference of minus every square."""
+        return self.first_disc_diff == -self.game.num_squares
+
+    @property
     def first_scores(self) -> np.ndarray:
         """float[2, M]: 1 win, 0.5 draw, 0 loss for the first agent."""
         return (np.sign(self.first_disc_diff) + 1) / 2.0
