@@ -40,27 +40,6 @@ def test_the_8x8_screen_trains_othello8_cpu_and_scores_against_greedy_and_alpha_
     assert f"| {2 * scores['greedy_wipeouts']} |" in row
 
 
-def test_a_wipeout_is_a_final_difference_of_minus_every_square():
-    """``MatchResult.first_wiped_out``: the rules score a position where one side has no disc as
-    minus every square for it (the empties go to the winner), and only such games count."""
-    import numpy as np
-
-    from othello_jax.evaluation.arena import MatchResult
-    from othello_jax.game import Othello
-    from othello_jax.game import bitboard as bb
-
-    game = Othello(8)
-    squares = np.zeros(64, bool)
-    squares[[0, 1, 9]] = True  # three discs of the mover's opponent, none of the mover's
-    none, three = bb.from_grid(np.zeros((8, 8), bool)), bb.from_grid(squares.reshape(8, 8))
-    ended = game.from_discs(none, three, color=0)
-    assert bool(ended.terminal) and int(game.disc_difference(ended)) == -64
-    # black's difference per (copy, opening); copy 1 has the first agent as white
-    result = MatchResult(game, "a", "b", [[], []], np.zeros((2, 2, 1), np.int32),
-                         np.array([[-64, -62], [64, 0]], np.int32), seconds=0.0)
-    np.testing.assert_array_equal(result.first_wiped_out, [[True, False], [True, False]])
-
-
 @pytest.mark.parametrize("args, message", [
     (["--arms", "baseline", "pretrained"], "needs --init-network"),
     (["--arms", "baseline", "--minutes", "5", "--init-minutes", "5"], "--init-minutes must be in [0, --minutes)"),

@@ -228,6 +228,27 @@ def test_match_openings_needs_an_even_number_of_games():
         arena.match_openings(Othello(8), 7, jax.random.PRNGKey(0))
 
 
+def test_a_wipeout_is_a_final_difference_of_minus_every_square():
+    """``MatchResult.first_wiped_out``: the rules score a position where one side has no disc as
+    minus every square for it (the empties go to the winner), and only such games count."""
+    from othello_jax.game import bitboard as bb
+
+    game = Othello(8)
+    squares = np.zeros(64, bool)
+    squares[[0, 1, 9]] = True  # three discs of the mover's opponent, none of the mover's
+    none, three = bb.from_grid(np.zeros((8, 8), bool)), bb.from_grid(squares.reshape(8, 8))
+    ended = game.from_discs(none, three, color=0)
+    assert bool(ended.terminal) and int(game.disc_difference(ended)) == -64
+    # black's difference per (copy, opening); copy 1 has the first agent as white
+    result = MatchResult(game, "a", "b", [[], []], np.zeros((2, 2, 1), np.int32),
+                         np.array([[-64, -62], [64, 0]], np.int32), seconds=0.0)
+    np.testing.assert_array_equal(result.first_wiped_out, [[True, False], [True, False]])
+    summary = result.summary()
+    assert (summary.wiped_out, summary.wiped_out_opponent, summary.losses) == (2, 0, 3)
+    assert "W/D/L      0 / 1 / 3  (wipeouts: 0 won, 2 lost)" in arena.format_summary(summary)
+    assert "wipeouts" not in arena.format_summary(dataclasses.replace(summary, wiped_out=0))
+
+
 def test_score_to_elo():
     assert score_to_elo(0.5, 100) == 0
     assert score_to_elo(0.75, 100) == pytest.approx(190.85, abs=0.01)

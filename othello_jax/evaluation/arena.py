@@ -217,6 +217,8 @@ class MatchSummary:
     disc_diff_ci: float
     score_as_black: float
     score_as_white: float
+    wiped_out: int = 0  # losses with no disc of the first agent's left
+    wiped_out_opponent: int = 0  # wins leaving the second agent no disc
 
     @property
     def elo(self) -> float:
@@ -282,6 +284,8 @@ class MatchResult:
             wins=int(np.sum(scores == 1.0)), draws=int(np.sum(scores == 0.5)), losses=int(np.sum(scores == 0.0)),
             score=score, score_ci=score_ci, mean_disc_diff=diff, disc_diff_ci=diff_ci,
             score_as_black=float(scores[0].mean()), score_as_white=float(scores[1].mean()),
+            wiped_out=int(self.first_wiped_out.sum()),
+            wiped_out_opponent=int((self.first_disc_diff == self.game.num_squares).sum()),
         )
 
     def records(self) -> list[GameRecord]:
@@ -392,7 +396,9 @@ def format_summary(summary: MatchSummary, seconds: float | None = None, compile_
     rows = [
         f"{summary.first}  vs  {summary.second}",
         f"  games      {summary.games}  (each opening twice, colours swapped)",
-        f"  W/D/L      {summary.wins} / {summary.draws} / {summary.losses}",
+        f"  W/D/L      {summary.wins} / {summary.draws} / {summary.losses}"
+        + (f"  (wipeouts: {summary.wiped_out_opponent} won, {summary.wiped_out} lost)"
+           if summary.wiped_out or summary.wiped_out_opponent else ""),
         f"  score      {summary.score:.3f} +- {summary.score_ci:.3f}  (as black {summary.score_as_black:.3f}, "
         f"as white {summary.score_as_white:.3f})",
         f"  disc diff  {summary.mean_disc_diff:+.2f} +- {summary.disc_diff_ci:.2f}",
