@@ -192,6 +192,47 @@ def test_the_issues_wipeout_replies_are_valued_exactly():
         assert np.flatnonzero(logits[row] > MIN).tolist() == [parse_square(reply)]
 
 
+GREEDY_LINE = "e6f4f3f2g3d6c5h2f5f6c4b4"  # builtin:8x8 (black, 1 disc to 15) against greedy: only g2 survives
+
+
+def wipeout_replies(game, state) -> dict[int, bool]:
+    """Each legal move of ``state``: whether the opponent can answer it by taking every disc of
+    the mover's, found by stepping every move and reply with the rules."""
+    out = {}
+    for move in np.flatnonzero(np.asarray(game.legal_moves(state))[: game.num_squares]):
+        after = game.step(state, jnp.int32(move))
+        replies = np.flatnonzero(np.asarray(game.legal_moves(after))[: game.num_squares])
+        out[int(move)] = any(int(np.asarray(game.observation(game.step(after, jnp.int32(r))))[..., 0].sum()) == 0
+                             for r in replies)
+    return out
+
+
+def test_the_search_never_plays_a_proven_loss_when_a_safe_move_exists():
+    """From a game ``builtin:8x8`` lost to greedy: its prior puts 92% on d3, and five of black's
+    six other moves also allow white to take every disc (checked with the rules); the search
+    values all six at -1 and plays the one safe move, whatever its prior. The rule alone
+    (``avoid_proven_losses``): a proven-lost choice moves to the best open move by the policy,
+    and stays where every move is lost."""
+    game, apply_fn, variables = shipped_8x8()
+    state, _ = play_transcript(GREEDY_LINE, game)
+    unsafe = wipeout_replies(game, state)
+    assert sorted(m for m, bad in unsafe.items() if not bad) == [parse_square("g2")] and len(unsafe) == 7
+    searched = jax.jit(functools.partial(search.run_search, playing_search_config("gumbel", 32), apply_fn, game=game))
+    result = searched(variables, jax.tree.map(lambda x: x[None], state), jax.random.key(0))
+    q, visits = np.asarray(result.q[0]), np.asarray(result.visit_counts[0])
+    assert all(q[m] == -1.0 and visits[m] > 0 for m, bad in unsafe.items() if bad)
+    assert int(result.action[0]) == parse_square("g2")
+    assert float(jax.nn.softmax(result.prior_logits[0])[parse_square("d3")]) > 0.5
+    from othello_jax.search.run import avoid_proven_losses
+
+    q = jnp.array([[-1.0, 0.2, -0.5, -1.0], [-1.0, -1.0, -1.0, -1.0]])
+    visits = jnp.array([[5, 1, 2, 0], [3, 3, 3, 3]])
+    policy = jnp.array([[0.7, 0.1, 0.2, 0.0], [0.4, 0.3, 0.2, 0.1]])
+    legal = jnp.array([[True, True, True, False], [True] * 4])
+    chosen = avoid_proven_losses(jnp.array([0, 1]), q, visits, policy, legal)
+    assert chosen.tolist() == [2, 1]  # the open move the policy likes most; all lost: unchanged
+
+
 @pytest.mark.slow  # compiles a search around the 8x8 network: about 20 s on 2 busy cores
 def test_the_shipped_8x8_network_no_longer_walks_into_a_wipeout():
     """The issue's position: the search plays c2 or b4, its q of every unsafe move is -1, and

@@ -66,8 +66,11 @@ def run_search(config: SearchSettings | ml_collections.ConfigDict, apply_fn: App
     q = jnp.where(visits > 0, summary.qvalues, summary.value[:, None])
     target = jnp.where(legal, out.policy_target, 0.0)
     target = target / jnp.maximum(jnp.sum(target, axis=-1, keepdims=True), 1e-30)
+    action = out.action
+    if settings.exact_endings:
+        action = avoid_proven_losses(action, q, visits, target, legal)
     return SearchResult(
-        action=out.action,
+        action=action,
         policy_target=target,
         root_value=summary.value,
         q=q,
@@ -77,6 +80,28 @@ def run_search(config: SearchSettings | ml_collections.ConfigDict, apply_fn: App
         legal=legal,
         tree=tree,
     )
+
+
+PROVEN_LOSS = -1.0 + 1e-6  # a root move valued at or below this has lost: nothing is worth less
+
+
+def avoid_proven_losses(action: jax.Array, q: jax.Array, visits: jax.Array, policy: jax.Array,
+                        legal: jax.Array) -> jax.Array:
+    """The search's move, unless it is proven lost while another legal move is not: then the move
+    the search's policy likes most among those.
+
+    With game-ending moves valued exactly, a searched root move whose value is -1 gives the
+    opponent a reply that ends the game in its favour (a wipeout, a full board). Gumbel's final
+    choice adds the prior to the value, so a move with a high prior can win that choice over a
+    safe move with a prior near zero (RESULTS.md, 2026-11-27: all of ``builtin:8x8``'s losses to
+    greedy were wipeouts chosen this way). ``q``, ``visits``, ``policy``: [B, A] root values,
+    visit counts and the search's policy target; ``legal``: [B, A].
+    """
+    lost = (visits > 0) & (q <= PROVEN_LOSS)
+    open_moves = legal & ~lost
+    chosen_lost = jnp.take_along_axis(lost, action[:, None], axis=-1)[:, 0]
+    fallback = jnp.argmax(jnp.where(open_moves, policy, -1.0), axis=-1).astype(action.dtype)
+    return jnp.where(chosen_lost & jnp.any(open_moves, axis=-1), fallback, action)
 
 
 def select_action(result: SearchResult, temperature: jax.Array | float, key: jax.Array) -> jax.Array:
