@@ -67,6 +67,9 @@ ARMS: dict[str, list[str]] = {
     # styles, such as greedy's max-flips lines behind 8x8's wipeouts (a small league)
     "greedy25": ["selfplay.opponent_share=0.25", "selfplay.opponent=greedy"],
     "ab2_25": ["selfplay.opponent_share=0.25", "selfplay.opponent=alphabeta:depth=2"],
+    # self-play's search values game-ending moves exactly, as the players' searches do: its policy
+    # and value targets see the wipeouts the network's prior hides (issue 30's item 4)
+    "endings": ["search.exact_endings=True"],
     # start from a trained network (--init-network, e.g. one pretrained on exact labels); the
     # minutes that made it (--init-minutes) come off this arm's budget
     "pretrained": ["init_network={init_network}"],
