@@ -15,6 +15,7 @@ from othello_jax import search
 from othello_jax.agents.neural import load_network, network_apply_fn, playing_search_config
 from othello_jax.game import Othello, State, parse_board, parse_square, play_transcript
 from othello_jax.search import evaluate
+from othello_jax.search.run import avoid_proven_losses
 from tests.test_search import random_positions, step_every_action
 
 MIN = np.finfo(np.float32).min
@@ -197,14 +198,13 @@ GREEDY_LINE = "e6f4f3f2g3d6c5h2f5f6c4b4"  # builtin:8x8 (black, 1 disc to 15) ag
 
 def wipeout_replies(game, state) -> dict[int, bool]:
     """Each legal move of ``state``: whether the opponent can answer it by taking every disc of
-    the mover's, found by stepping every move and reply with the rules."""
-    out = {}
-    for move in np.flatnonzero(np.asarray(game.legal_moves(state))[: game.num_squares]):
-        after = game.step(state, jnp.int32(move))
-        replies = np.flatnonzero(np.asarray(game.legal_moves(after))[: game.num_squares])
-        out[int(move)] = any(int(np.asarray(game.observation(game.step(after, jnp.int32(r))))[..., 0].sum()) == 0
-                             for r in replies)
-    return out
+    the mover's, found by stepping every move and then every reply with the rules (a final
+    difference of every square, ``stepped_differences``)."""
+    moves = np.flatnonzero(np.asarray(game.legal_moves(state))[: game.num_squares])
+    batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (len(moves),) + x.shape), state)
+    after = game.step(batch, jnp.asarray(moves, jnp.int32))
+    wipeout = (stepped_differences(game, after) == game.num_squares) & np.asarray(game.legal_moves(after))
+    return {int(move): bool(wipeout[row].any()) for row, move in enumerate(moves)}
 
 
 def test_the_search_never_plays_a_proven_loss_when_a_safe_move_exists():
@@ -223,7 +223,6 @@ def test_the_search_never_plays_a_proven_loss_when_a_safe_move_exists():
     assert all(q[m] == -1.0 and visits[m] > 0 for m, bad in unsafe.items() if bad)
     assert int(result.action[0]) == parse_square("g2")
     assert float(jax.nn.softmax(result.prior_logits[0])[parse_square("d3")]) > 0.5
-    from othello_jax.search.run import avoid_proven_losses
 
     q = jnp.array([[-1.0, 0.2, -0.5, -1.0], [-1.0, -1.0, -1.0, -1.0]])
     visits = jnp.array([[5, 1, 2, 0], [3, 3, 3, 3]])
