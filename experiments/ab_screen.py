@@ -186,49 +186,49 @@ def score_run_8x8(workdir: Path, games: int, sims: int, seed: int) -> dict:
     return scores
 
 
+def pooled_half_width(half_widths: list[float]) -> float:
+    """Half-width of the mean of independent seeds' estimates, from each seed's own half-width."""
+    return math.sqrt(sum(h * h for h in half_widths)) / len(half_widths)
+
+
+def run_cells(arm: str, runs: list[tuple[dict, dict]], minutes: float) -> str:
+    """A table row's first cells: arm, seeds, minutes, mean positions/s and mean iterations."""
+    trained = [t for t, _ in runs]
+    return (f"| {arm} | {len(runs)} | {minutes:g} | {np.mean([t['positions_per_s'] for t in trained]):.0f} | "
+            f"{np.mean([t['iterations'] for t in trained]):.1f} |")
+
+
 def arm_row_8x8(arm: str, runs: list[tuple[dict, dict]], minutes: float) -> str:
     """One markdown table row of an 8x8 arm: greedy (and wipeouts lost) and alpha-beta 4 per seed."""
-    trained = [t for t, _ in runs]
     scores = [s for _, s in runs]
     cells = []
     for name in ("greedy", "ab4"):
         values = np.array([s[name] for s in scores])
-        ci = math.sqrt(sum(s[f"{name}_ci"] ** 2 for s in scores)) / len(scores)
+        ci = pooled_half_width([s[f"{name}_ci"] for s in scores])
         cells.append(f"{values.mean():.3f} +- {ci:.3f} ({', '.join(f'{v:.3f}' for v in values)}; "
                      f"{sum(s[f'{name}_games'] for s in scores)} games)")
     wipeouts = sum(s["greedy_wipeouts"] for s in scores)
-    return (f"| {arm} | {len(runs)} | {minutes:g} | {np.mean([t['positions_per_s'] for t in trained]):.0f} | "
-            f"{np.mean([t['iterations'] for t in trained]):.1f} | {cells[0]} | {wipeouts} | {cells[1]} |")
-
-
-def wilson(successes: float, trials: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson interval of a share."""
-    if trials == 0:
-        return float("nan"), float("nan")
-    p = successes / trials
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-    return centre - half, centre + half
+    return f"{run_cells(arm, runs, minutes)} {cells[0]} | {wipeouts} | {cells[1]} |"
 
 
 def arm_row(arm: str, runs: list[tuple[dict, dict]], minutes: float) -> str:
-    """One markdown table row from an arm's (training summary, scores) per seed."""
-    trained = [t for t, _ in runs]
+    """One markdown table row from an arm's (training summary, scores) per seed: optimal share with
+    the Wilson interval of the pooled moves, disc loss and alpha-beta 3 with pooled intervals."""
+    from othello_jax.solver.move_checks import wilson_interval
+
     scores = [s for _, s in runs]
-    moves = sum(s["moves"] for s in scores)
     optimal = np.array([s["optimal"] for s in scores])
-    low, high = wilson(float(sum(s["optimal"] * s["moves"] for s in scores)), moves)
+    low, high = wilson_interval(round(sum(s["optimal"] * s["moves"] for s in scores)),
+                                sum(s["moves"] for s in scores))
     loss = np.array([s["disc_loss"] for s in scores])
-    loss_se = math.sqrt(sum(((s["disc_loss_interval"][1] - s["disc_loss_interval"][0]) / 3.92) ** 2
-                            for s in scores)) / len(scores)
+    loss_half = pooled_half_width([(s["disc_loss_interval"][1] - s["disc_loss_interval"][0]) / 2 for s in scores])
     ab3 = np.array([s["ab3"] for s in scores])
-    ab3_ci = math.sqrt(sum(s["ab3_ci"] ** 2 for s in scores)) / len(scores)
+    ab3_ci = pooled_half_width([s["ab3_ci"] for s in scores])
     games = sum(s["ab3_games"] for s in scores)
-    return (f"| {arm} | {len(runs)} | {minutes:g} | {np.mean([t['positions_per_s'] for t in trained]):.0f} | "
-            f"{np.mean([t['iterations'] for t in trained]):.1f} | "
+    return (f"{run_cells(arm, runs, minutes)} "
             f"{100 * optimal.mean():.1f}% [{100 * low:.1f}, {100 * high:.1f}] "
             f"({', '.join(f'{100 * o:.1f}' for o in optimal)}) | "
-            f"{loss.mean():.2f} +- {1.96 * loss_se:.2f} ({', '.join(f'{x:.2f}' for x in loss)}) | "
+            f"{loss.mean():.2f} +- {loss_half:.2f} ({', '.join(f'{x:.2f}' for x in loss)}) | "
             f"{ab3.mean():.3f} +- {ab3_ci:.3f} ({games} games) |")
 
 

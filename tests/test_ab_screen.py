@@ -40,6 +40,18 @@ def test_the_8x8_screen_trains_othello8_cpu_and_scores_against_greedy_and_alpha_
     assert f"| {2 * scores['greedy_wipeouts']} |" in row
 
 
+def test_a_6x6_row_pools_the_seeds_moves_and_intervals():
+    seed = {"moves": 400, "optimal": 0.75, "disc_loss": 12.0, "disc_loss_interval": [11.0, 13.0],
+            "ab3": 0.9, "ab3_ci": 0.04, "ab3_games": 200}
+    other = dict(seed, optimal=0.70, disc_loss=10.0, disc_loss_interval=[9.0, 11.0], ab3=0.8)
+    row = ab_screen.arm_row("wdl", [({"positions_per_s": 500.0, "iterations": 30}, seed),
+                                    ({"positions_per_s": 700.0, "iterations": 31}, other)], 26.0)
+    # 580 optimal of 800 pooled moves: Wilson [69.3, 75.5]; two seeds' half-widths 1.0 and 0.04
+    # pool to sqrt(2)/2 of each
+    assert row == ("| wdl | 2 | 26 | 600 | 30.5 | 72.5% [69.3, 75.5] (75.0, 70.0) | 11.00 +- 0.71 (12.00, 10.00) | "
+                   "0.850 +- 0.028 (400 games) |")
+
+
 @pytest.mark.parametrize("args, message", [
     (["--arms", "baseline", "pretrained"], "needs --init-network"),
     (["--arms", "baseline", "--minutes", "5", "--init-minutes", "5"], "--init-minutes must be in [0, --minutes)"),
