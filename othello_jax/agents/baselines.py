@@ -55,7 +55,7 @@ def mcts_agent(game: Othello, sims: int = 64, rollouts: int = 1, search: str = "
     """Tree search with a uniform prior, leaves valued by ``rollouts`` random playouts each."""
     if sims < 1 or rollouts < 1:
         raise AgentSpecError(f"mcts needs sims >= 1 and rollouts >= 1, got sims={sims}, rollouts={rollouts}")
-    config = playing_search_config(search, sims)
+    config = playing_search_config(search, sims, traps=False)  # the baseline stays the plain search
     config.gumbel_scale = 1.0  # with a uniform prior only the Gumbel noise spreads the considered moves
     act = jax.jit(rollout_mcts.make_act(game, config, rollouts))
     name = f"mcts:sims={sims}" + (f",rollouts={rollouts}" if rollouts != 1 else "")

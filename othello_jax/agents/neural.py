@@ -30,11 +30,14 @@ def policy_act(apply_fn: Callable, variables: Any, states: State, key: jax.Array
     return jnp.where(jnp.any(legal, axis=-1), chosen, game.pass_action).astype(jnp.int32)
 
 
-def playing_search_config(variant: str, sims: int):
-    """Search settings for evaluation games: no exploration noise (Gumbel scale and Dirichlet 0), and
-    game-ending moves valued exactly (a wipeout reply is found whatever its prior)."""
+def playing_search_config(variant: str, sims: int, traps: bool = True):
+    """Search settings for evaluation games: no exploration noise (Gumbel scale and Dirichlet 0),
+    game-ending moves valued exactly (a wipeout reply is found whatever its prior) and, with
+    ``traps``, no move the rules prove lost to a wipeout within the opponent's next two moves
+    (``search/traps.py``)."""
     config = default_search_config()
     config.exact_endings = True
+    config.avoid_traps = bool(traps)
     config.variant = variant
     config.num_simulations = int(sims)
     config.gumbel_scale = 0.0
@@ -60,9 +63,11 @@ def search_fn(game: Othello, apply_fn: Callable, config: Any,
 
 
 def policy_fn(game: Othello, apply_fn: Callable, sims: int = 0, search: str = "gumbel",
-              temperature: float = 0.0, value_margin: float = 0.0) -> Callable[[Any, State, jax.Array], jax.Array]:
+              temperature: float = 0.0, value_margin: float = 0.0,
+              traps: bool = True) -> Callable[[Any, State, jax.Array], jax.Array]:
     """Jitted ``fn(variables, states, key) -> actions``: raw policy (``sims=0``) or ``search``
-    (``value_margin``: the network's, see ``NetworkConfig``).
+    (``value_margin``: the network's, see ``NetworkConfig``; ``traps``: see
+    :func:`playing_search_config`).
 
     The variables are an argument, not a constant baked into the program, so every network of
     one architecture shares the compiled code (see ``Agent.act_with_params``).
@@ -71,7 +76,7 @@ def policy_fn(game: Othello, apply_fn: Callable, sims: int = 0, search: str = "g
         raise AgentSpecError(f"net needs sims >= 0 and temp >= 0, got sims={sims}, temp={temperature}")
     if sims == 0:
         return jax.jit(functools.partial(policy_act, apply_fn, game=game, temperature=float(temperature)))
-    searched = search_fn(game, apply_fn, playing_search_config(search, sims), value_margin)
+    searched = search_fn(game, apply_fn, playing_search_config(search, sims, traps), value_margin)
 
     def act(variables: Any, states: State, key: jax.Array) -> jax.Array:
         search_key, pick_key = jax.random.split(key)
@@ -81,7 +86,7 @@ def policy_fn(game: Othello, apply_fn: Callable, sims: int = 0, search: str = "g
 
 
 def neural_agent(game: Othello, apply_fn: Callable, variables: Any, sims: int = 0, search: str = "gumbel",
-                 temperature: float = 0.0, name: str = "net") -> Agent:
+                 temperature: float = 0.0, name: str = "net", traps: bool = True) -> Agent:
     """A network as a player: raw policy (``sims=0``) or ``search`` with ``sims`` simulations.
 
     ``apply_fn(variables, observation) -> (logits, value)`` in inference mode, e.g.
@@ -89,7 +94,7 @@ def neural_agent(game: Othello, apply_fn: Callable, variables: Any, sims: int = 
     object (and settings) share compiled matches; :func:`network_agent` arranges that for
     networks given by their config.
     """
-    return parametric_agent(name, policy_fn(game, apply_fn, sims, search, temperature), variables)
+    return parametric_agent(name, policy_fn(game, apply_fn, sims, search, temperature, traps=traps), variables)
 
 
 @functools.lru_cache(maxsize=32)
@@ -100,18 +105,19 @@ def network_apply_fn(game: Othello, network_config: Any) -> Callable:
 
 
 @functools.lru_cache(maxsize=32)
-def _network_policy(game: Othello, network_config: Any, sims: int, search: str, temperature: float) -> Callable:
+def _network_policy(game: Othello, network_config: Any, sims: int, search: str, temperature: float,
+                    traps: bool) -> Callable:
     return policy_fn(game, network_apply_fn(game, network_config), sims, search, temperature,
-                     network_config.value_margin)
+                     network_config.value_margin, traps)
 
 
 def network_agent(game: Othello, network_config: Any, variables: Any, sims: int = 0, search: str = "gumbel",
-                  temperature: float = 0.0, name: str = "net") -> Agent:
+                  temperature: float = 0.0, name: str = "net", traps: bool = True) -> Agent:
     """:func:`neural_agent` for an ``othello_jax.model`` network given by its config.
 
     Networks of the same config and settings (checkpoints of one run) share compiled code.
     """
-    fn = _network_policy(game, network_config, int(sims), str(search), float(temperature))
+    fn = _network_policy(game, network_config, int(sims), str(search), float(temperature), bool(traps))
     return parametric_agent(name, fn, variables)
 
 

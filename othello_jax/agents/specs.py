@@ -71,7 +71,8 @@ _KINDS: dict[str, tuple[dict[str, Callable[[str, str], Any]], str | None, Callab
     "alphabeta": ({"depth": _as_int}, "depth", lambda game, depth=2: alphabeta_agent(game, depth)),
     "mcts": ({"sims": _as_int, "rollouts": _as_int, "search": _STR}, "sims",
              lambda game, sims=64, rollouts=1, search="puct": mcts_agent(game, sims, rollouts, search)),
-    "net": ({"ckpt": _STR, "preset": _STR, "seed": _as_int, "sims": _as_int, "search": _STR, "temp": _as_float},
+    "net": ({"ckpt": _STR, "preset": _STR, "seed": _as_int, "sims": _as_int, "search": _STR, "temp": _as_float,
+             "traps": _as_int},
             "ckpt", lambda game, **o: _net_from_options(game, **o)),
     "gtp": ({"cmd": _STR, "timeout": _as_float}, "cmd", lambda game, **o: _gtp_from_options(game, **o)),
     "perfect": ({"cache": _STR}, "cache", lambda game, cache=None: perfect_agent(game, cache)),
@@ -83,12 +84,14 @@ _RETIRED_OPTIONS = {("net", "reuse"): "subtree reuse gave no gain at equal time 
 
 
 def _net_from_options(game: Othello, ckpt: str | None = None, preset: str | None = None, seed: int = 0,
-                      sims: int = 0, search: str = "gumbel", temp: float = 0.0) -> Agent:
+                      sims: int = 0, search: str = "gumbel", temp: float = 0.0, traps: int = 1) -> Agent:
     if bool(ckpt) == bool(preset):
         raise AgentSpecError("net needs exactly one of ckpt=PATH (a trained network) or preset=NAME (untrained)")
     if not 0 <= seed < 2**32:  # what jax.random.PRNGKey takes without overflow or wrapping around
         raise AgentSpecError(f"net seed must be in 0..2**32-1, got {seed}")
-    options = dict(sims=sims, search=search, temperature=temp)
+    if traps not in (0, 1):
+        raise AgentSpecError(f"net traps must be 0 (off) or 1 (on), got {traps}")
+    options = dict(sims=sims, search=search, temperature=temp, traps=bool(traps))
     if ckpt:
         return checkpoint_agent(ckpt, game, **options)
     return untrained_agent(game, preset, seed, **options)
@@ -108,7 +111,9 @@ def parse_agent(spec: str, game: Othello) -> Agent:
     """Build an agent from a spec ``KIND[:OPTION=VALUE,...]`` for the board of ``game``.
 
     Kinds and options: ``random``; ``greedy``; ``alphabeta:depth=D``; ``mcts:sims=S,rollouts=R,
-    search=puct|gumbel``; ``net:ckpt=PATH|preset=NAME,seed=S,sims=S,search=gumbel|puct,temp=T``;
+    search=puct|gumbel``; ``net:ckpt=PATH|preset=NAME,seed=S,sims=S,search=gumbel|puct,temp=T,traps=0|1``
+    (``traps=0``: the search may walk into a wipeout the rules prove within four plies, see
+    ``othello_jax/search/traps.py``);
     ``gtp:cmd="ENGINE COMMAND LINE",timeout=SECONDS``; ``perfect:cache=DIR`` (exact play, boards
     up to 6x6, solved positions kept in DIR). A bare first value sets the main option
     (``alphabeta:4``, ``mcts:200``, ``net:runs/o8``). Every kind also takes ``solve=E`` (exact

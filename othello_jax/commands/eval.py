@@ -30,7 +30,7 @@ from othello_jax.evaluation.perfect_play import judge_match
 from othello_jax.game import SIZES, Othello
 
 SPEC_HELP = ("agent spec: random | greedy | alphabeta:depth=D | mcts:sims=S[,rollouts=R] | "
-             "net:ckpt=PATH[,sims=S,search=gumbel|puct,temp=T] | net:preset=tiny|small|... | "
+             "net:ckpt=PATH[,sims=S,search=gumbel|puct,temp=T,traps=0|1] | net:preset=tiny|small|... | "
              'gtp:cmd="ENGINE ARGS"[,timeout=SEC] | perfect[:cache=DIR] (exact play, up to 6x6); '
              'any with ,solve=E (exact play at <= E empties)')
 

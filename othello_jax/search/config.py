@@ -30,6 +30,9 @@ def default_search_config() -> ml_collections.ConfigDict:
     # on for players and evaluations (agents.playing_search_config); off here, in training's self-play,
     # until an A/B shows it pays there (it costs 3-13% of a search and compile time; RESULTS 2026-11-25)
     config.exact_endings = False
+    # with exact_endings: replace a root move after which the opponent forces a wipeout within its
+    # next two moves (search/traps.py); on for players, off in self-play (unmeasured there)
+    config.avoid_traps = False
     config.engine = "lockstep"  # the project's batched search; "mctx": mctx's public policies (same trees, slower)
     # lockstep tree writes: "scatter" (the default everywhere) or "select" (one-hot; meant for TPU, unmeasured there)
     config.tree_updates = "scatter"
@@ -59,6 +62,7 @@ class SearchSettings:
     max_depth: int
     symmetry: bool
     exact_endings: bool
+    avoid_traps: bool
     engine: str
     tree_updates: str
     compact_levels: bool
@@ -89,6 +93,7 @@ class SearchSettings:
              f"unknown search tree_updates {self.tree_updates!r}; choose from {', '.join(TREE_UPDATES)}")
         need(self.num_simulations >= 1, f"search num_simulations must be >= 1, got {self.num_simulations}")
         need(self.max_depth >= 0, f"search max_depth must be >= 0 (0 = unlimited), got {self.max_depth}")
+        need(self.exact_endings or not self.avoid_traps, "search avoid_traps needs search exact_endings")
         need(self.max_num_considered_actions >= 1, "search max_num_considered_actions must be >= 1")
         need(0.0 <= self.dirichlet_fraction <= 1.0,
              f"search dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")

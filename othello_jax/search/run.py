@@ -13,6 +13,7 @@ from othello_jax.game import Othello, State
 from othello_jax.search import keys
 from othello_jax.search.config import SearchSettings, search_settings
 from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn, masked
+from othello_jax.search.traps import avoid_traps
 from othello_jax.search.variants import VARIANTS
 
 
@@ -69,6 +70,8 @@ def run_search(config: SearchSettings | ml_collections.ConfigDict, apply_fn: App
     action = out.action
     if settings.exact_endings:
         action = avoid_proven_losses(action, q, visits, target, legal)
+    if settings.avoid_traps:
+        action = avoid_traps(game, states, action, target, legal, proven_lost(q, visits))
     return SearchResult(
         action=action,
         policy_target=target,
@@ -85,6 +88,11 @@ def run_search(config: SearchSettings | ml_collections.ConfigDict, apply_fn: App
 PROVEN_LOSS = -1.0 + 1e-6  # a root move valued at or below this has lost: nothing is worth less
 
 
+def proven_lost(q: jax.Array, visits: jax.Array) -> jax.Array:
+    """bool[B, A]: searched root moves valued as lost by an exact game end below them."""
+    return (visits > 0) & (q <= PROVEN_LOSS)
+
+
 def avoid_proven_losses(action: jax.Array, q: jax.Array, visits: jax.Array, policy: jax.Array,
                         legal: jax.Array) -> jax.Array:
     """The search's move, unless it is proven lost while another legal move is not: then the move
@@ -97,7 +105,7 @@ def avoid_proven_losses(action: jax.Array, q: jax.Array, visits: jax.Array, poli
     greedy were wipeouts chosen this way). ``q``, ``visits``, ``policy``: [B, A] root values,
     visit counts and the search's policy target; ``legal``: [B, A].
     """
-    lost = (visits > 0) & (q <= PROVEN_LOSS)
+    lost = proven_lost(q, visits)
     open_moves = legal & ~lost
     chosen_lost = jnp.take_along_axis(lost, action[:, None], axis=-1)[:, 0]
     fallback = jnp.argmax(jnp.where(open_moves, policy, -1.0), axis=-1).astype(action.dtype)
