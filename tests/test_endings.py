@@ -5,6 +5,7 @@ move, hand-built positions, and the shipped 8x8 network's wipeout blind spot."""
 from __future__ import annotations
 
 import functools
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -162,7 +163,8 @@ def test_a_margin_networks_search_values_finished_games_on_its_scale(monkeypatch
     seen, real = [], neural.policy_fn
     monkeypatch.setattr(neural, "policy_fn", lambda *args: seen.append(args) or real(*args))
     neural.network_agent(game, NetworkConfig(blocks=1, channels=8, value_hidden=8, value_margin=0.25), None, sims=2)
-    assert seen and seen[0][-1] == 0.25
+    bound = inspect.signature(real).bind(*seen[0]).arguments
+    assert bound["value_margin"] == 0.25 and bound["traps"] is True
 
 
 ISSUE_LINE = "d3c3c4c5f6f3e3g7g3h3"  # black 1 disc to 13; e2, g2, c6, e6 each allow a reply taking every black disc
