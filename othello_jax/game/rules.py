@@ -207,6 +207,13 @@ class Othello:
                               np.where(result < 0, np.clip(difference, -squares, -1), 0.0))
         return result, difference.astype(np.float32)
 
+    def every_placement(self, state: State) -> tuple[bb.Bitboard, bb.Bitboard]:
+        """(mover's discs, opponent's discs) after a placement on each square, on a trailing axis
+        of N*N squares (meaningful where the placement is legal)."""
+        squares = np.array([(a // self.size) * 8 + a % self.size for a in range(self.num_squares)], np.int32)
+        widen = lambda b: bb.Bitboard(b.lo[..., None], b.hi[..., None])
+        return bb.play(widen(state.mover), widen(state.opponent), bb.square_bit(squares), self.size)
+
     def ending_moves(self, state: State) -> tuple[jax.Array, jax.Array]:
         """Which legal moves end the game, and the final disc difference for the mover: (bool,
         int32), both (..., N*N+1); the difference is 0 where the move does not end the game, pass
@@ -217,9 +224,7 @@ class Othello:
         covered: nobody can move). The difference counts the empty squares for the winner, as
         :meth:`disc_difference` does at the end.
         """
-        squares = np.array([(a // self.size) * 8 + a % self.size for a in range(self.num_squares)], np.int32)
-        widen = lambda b: bb.Bitboard(b.lo[..., None], b.hi[..., None])
-        placed, remaining = bb.play(widen(state.mover), widen(state.opponent), bb.square_bit(squares), self.size)
+        placed, remaining = self.every_placement(state)
         stuck = (~bb.any_set(bb.legal_placements(remaining, placed, self.size))
                  & ~bb.any_set(bb.legal_placements(placed, remaining, self.size)))
         ends = self.legal_moves(state)[..., : self.num_squares] & stuck

@@ -29,11 +29,8 @@ ANSWERS = 8  # our answers examined; with more legal answers a position is not a
 
 def wipeout_available(game: Othello, states: State) -> jax.Array:
     """bool[...]: whether the mover has a legal move that flips every disc the opponent has."""
-    squares = np.array([(a // game.size) * 8 + a % game.size for a in range(game.num_squares)], np.int32)
-    widen = lambda b: bb.Bitboard(b.lo[..., None], b.hi[..., None])
-    opponent = widen(states.opponent)
-    flipped = bb.flips(widen(states.mover), opponent, bb.square_bit(squares), game.size)
-    takes_all = (flipped.lo == opponent.lo) & (flipped.hi == opponent.hi)
+    _, remaining = game.every_placement(states)
+    takes_all = ~bb.any_set(remaining)
     legal = game.legal_moves(states)[..., : game.num_squares]
     return jnp.any(legal & takes_all, axis=-1) & bb.any_set(states.opponent)
 
