@@ -143,17 +143,21 @@ def test_network_agent_raw_policy_takes_the_top_legal_logit():
     np.testing.assert_array_equal(np.asarray(agent.act(states, jax.random.PRNGKey(0))), expected)
 
 
-def test_solve_option_plays_endgames_perfectly():
+@pytest.mark.parametrize("spec, name, jittable", [
+    ("random:solve=16", "random,solve=16", False),  # the C solver by default: a host agent
+    ("random:solve=16,solver=jax", "random,solve=16,solver=jax", True),  # the batched JAX solver, compiled
+])
+def test_solve_option_plays_endgames_perfectly(spec, name, jittable):
     from othello_jax.solver import solve_batch_jit as solve_batch
 
     game = Othello(4)
-    agent = parse_agent("random:solve=16", game)  # a 4x4 board has at most 12 empties: all solved
-    assert agent.name == "random,solve=16" and agent.jittable
+    agent = parse_agent(spec, game)  # a 4x4 board has at most 12 empties: all solved
+    assert agent.name == name and agent.jittable == jittable
     states = random_positions(4, seed=5)
-    actions = agent.act(states, jax.random.PRNGKey(0))
+    actions = np.asarray(agent.act(states, jax.random.PRNGKey(0)))
     assert legal_at(game, states, actions).all()
-    best = solve_batch(states, game, 16).score
-    after = solve_batch(game.step(states, actions), game, 16).score
+    best = solve_batch(states, game, 16).score  # the JAX solver judges both (for the C one, independently)
+    after = solve_batch(game.step(states, jnp.asarray(actions)), game, 16).score
     live = ~np.asarray(states.terminal)
     np.testing.assert_array_equal(-np.asarray(after)[live], np.asarray(best)[live])
     with pytest.raises(AgentSpecError, match="solver=... only goes with solve=E"):

@@ -117,7 +117,8 @@ def parse_agent(spec: str, game: Othello) -> Agent:
     ``gtp:cmd="ENGINE COMMAND LINE",timeout=SECONDS``; ``perfect:cache=DIR`` (exact play, boards
     up to 6x6, solved positions kept in DIR). A bare first value sets the main option
     (``alphabeta:4``, ``mcts:200``, ``net:runs/o8``). Every kind also takes ``solve=E`` (exact
-    endgame play with at most E empties; ``solver=jax|c|auto`` picks the solver, see
+    endgame play with at most E empties; ``solver=auto|c|jax`` picks the solver, the C one by
+    default, see
     :func:`with_exact_endgame`) and ``name=TEXT`` (the name in result tables).
     Raises :class:`AgentSpecError` with a one-line message on a bad spec.
 
