@@ -72,7 +72,7 @@ def test_the_shipped_networks_beat_greedy(name, size):
     result = play_match(game, network, greedy, match_openings(game, 40, openings_key), play_key)
     summary = result.summary()
     assert summary.games == 40
-    # 8x8 at 128 simulations, 200 games: 1.000 (0.955 before the proven-loss and trap rules), 8x8-large 0.990
+    # 8x8 at 128 simulations, 200 games: 0.995 (the 2-hour run shipped 2026-11-28), 8x8-large 0.990
     assert summary.score >= 0.8, summary
 
 
