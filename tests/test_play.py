@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from othello_jax.commands.agent_options import PLAYING_SOLVE_DEPTH
+from othello_jax.commands.agent_options import PLAYING_SIMULATIONS, PLAYING_SOLVE_DEPTH
 from othello_jax.commands.play import finish, play_game
 from othello_jax.game import Othello, play_transcript, square_name
 from othello_jax.interface.session import GameSession
@@ -297,8 +297,9 @@ def test_play_options_name_the_solve_depth_of_checkpoints_and_specs():
     def name(*options: str) -> str:
         return agent_options.build(play.build_parser().parse_args(list(options))).name
 
-    assert name("--checkpoint=builtin:6x6") == f"network, 64 sims,solve={PLAYING_SOLVE_DEPTH[6]},solver=c"
-    assert name("--checkpoint=builtin:6x6", "--no-solve") == "network, 64 sims"
+    solved = f"solve={PLAYING_SOLVE_DEPTH[6]},solver=c"
+    assert name("--checkpoint=builtin:6x6") == f"network, {PLAYING_SIMULATIONS} sims,{solved}"
+    assert name("--checkpoint=builtin:6x6", "--no-solve") == f"network, {PLAYING_SIMULATIONS} sims"
     assert name("--agent=greedy", "--size=8") == f"greedy,solve={PLAYING_SOLVE_DEPTH[8]},solver=c"
     assert name("--agent=greedy", "--solve=7") == "greedy,solve=7,solver=c"
     assert name("--agent=greedy", "--solve=0") == "greedy"

@@ -20,6 +20,12 @@ if TYPE_CHECKING:  # imported when building: the agents bring JAX along
     from othello_jax.evaluation.analysis import Analyzer
 
 
+# Simulations per move of the players (`play`, `engine`, `analyze`) unless told: one move of the
+# shipped networks takes 0.03 s (builtin:8x8), 0.07 s (builtin:6x6) and 0.29 s (builtin:8x8-large)
+# on one core of cpu-2c, and builtin:8x8 scores 0.873 against alpha-beta 4 with it against 0.750
+# with 64 (0.945 with 1,024; experiments/RESULTS.md, 2026-11-28).
+PLAYING_SIMULATIONS = 256
+
 # How many empties the players (`othello-jax play`, `engine`, the play notebook) solve exactly by
 # default, per board size: the largest count whose C solve of one position (what choosing a move
 # costs; fresh transposition table) stayed under ~1 s of CPU in every sampled position.
@@ -58,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True, end
     if spec_agents:
         parser.add_argument("--agent", help="any agent spec instead of a checkpoint, e.g. random, greedy, "
                                             "alphabeta:3 (see `othello-jax eval --help`)")
-    parser.add_argument("--sims", type=int, default=64, help="search simulations per move (default 64)")
+    parser.add_argument("--sims", type=int, default=PLAYING_SIMULATIONS,
+                        help=f"search simulations per move (default {PLAYING_SIMULATIONS})")
     parser.add_argument("--search", default="gumbel", help="search variant: gumbel or puct (default gumbel)")
     parser.add_argument("--size", type=int, default=0, help="board size 4, 6 or 8 (default: the "
                                                             "checkpoint's, else 8)")
