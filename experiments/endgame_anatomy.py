@@ -22,6 +22,7 @@ import collections
 import dataclasses
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -105,12 +106,15 @@ def follow_game(transcript: str, player_black: bool, player_margin: int, size: i
 def read_games(path: str, player: str, size: int, max_empties: int) -> list[Game]:
     """Every game of a saved match, followed from the side of the player named ``player``."""
     games = []
-    for line in open(path):
+    for line in Path(path).read_text().splitlines():
         if line.startswith("#") or not line.strip():
             continue
-        transcript, black, white, black_margin = line.rstrip("\n").split("\t")
+        fields = line.split("\t")
+        if len(fields) != 4:
+            raise ValueError(f"{path}: not a saved game (transcript, black, white, margin): {line[:60]!r}")
+        transcript, black, white, black_margin = fields
         if black.startswith(player) == white.startswith(player):
-            raise SystemExit(f"{path}: exactly one side must be the player {player!r}: {black} vs {white}")
+            raise ValueError(f"{path}: exactly one side must be the player {player!r}: {black} vs {white}")
         player_black = black.startswith(player)
         margin = int(black_margin) if player_black else -int(black_margin)
         games.append(follow_game(transcript, player_black, margin, size, max_empties))
@@ -159,8 +163,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not 1 <= args.empties <= 24:
         parser.error("--empties must be in 1..24 (beyond that one solve takes minutes)")
+    if not Path(args.games).is_file():
+        parser.error(f"--games: {args.games} does not exist")
     begin = time.process_time()
-    games = read_games(args.games, args.player, args.size, args.empties)
+    try:
+        games = read_games(args.games, args.player, args.size, args.empties)
+    except ValueError as error:
+        parser.error(str(error))
     not_won = [g for g in games if g.player_margin <= 0]
     thrown = [g for g in not_won if g.thrown_away is not None]
     print(f"{len(games)} games, {len(not_won)} not won by {args.player}: {len(thrown)} thrown away at <= "

@@ -61,8 +61,16 @@ def test_a_game_not_thrown_away_was_already_lost_and_the_report_adds_up(saved_ga
     assert out[0].startswith(f"8 games, {not_won} not won by random: {thrown} thrown away at <= {EMPTIES} empties")
 
 
-def test_a_file_where_both_sides_match_the_player_is_refused(tmp_path):
-    path = tmp_path / "g.txt"
-    path.write_text("d3c3\tnet:a\tnet:b\t+0\n")
-    with pytest.raises(SystemExit, match="exactly one side must be the player 'net'"):
-        endgame_anatomy.read_games(str(path), "net", 8, 20)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    both = tmp_path / "both.txt"
+    both.write_text("d3c3\tnet:a\tnet:b\t+0\n")
+    garbled = tmp_path / "garbled.txt"
+    garbled.write_text("d3c3 net:a greedy\n")
+    for path, message in [(both, "exactly one side must be the player 'net': net:a vs net:b"),
+                          (garbled, "not a saved game (transcript, black, white, margin)"),
+                          (tmp_path / "none.txt", "does not exist")]:
+        with pytest.raises(SystemExit) as exit_info:
+            endgame_anatomy.main(["--games", str(path)])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert "error: " in err[-1] and message in err[-1]
