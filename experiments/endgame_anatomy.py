@@ -34,7 +34,7 @@ from othello_jax.game import bitboard as bb
 from othello_jax.game.rules import BLACK, WHITE
 from othello_jax.solver import c_solver
 from othello_jax.solver.cache import child
-from othello_jax.solver.host import bitboards_u64
+from othello_jax.solver.host import bitboards_from_u64, bitboards_u64, exact_signs
 
 BANDS = ((17, 24), (13, 16), (9, 12), (1, 8))
 
@@ -64,12 +64,6 @@ class Game:
         return next((m for m in self.moves if m.played not in m.keeping), None)
 
 
-def exact_result(mover: int, opponent: int, size: int) -> int:
-    """+1/0/-1: the position's exact result for its mover (C solver, window around a draw)."""
-    score = c_solver.solver_for(size).solve(mover, opponent, -1, 1)[0]
-    return (score > 0) - (score < 0)
-
-
 def placements(mover: int, opponent: int, size: int) -> list[int]:
     """The mover's legal squares (solver numbering), or [64] for a pass when it has none."""
     legal = c_solver.library().oj_legal(mover, opponent, bb.board_mask_int(size))
@@ -77,25 +71,27 @@ def placements(mover: int, opponent: int, size: int) -> list[int]:
     return squares or [64]
 
 
-def solver_square(action: int, size: int) -> int:
-    return 64 if action == size * size else (action // size) * 8 + action % size
+def solver_squares(actions: Sequence[int] | np.ndarray, game: Othello) -> list[int]:
+    """Game actions as solver squares (row * 8 + col), a pass as 64 (what :func:`child` takes)."""
+    squares = np.asarray(game.square_of_action(np.asarray(actions, np.int32)))
+    return np.where(squares < 0, bb.PASS_SQUARE, squares).tolist()
 
 
 def follow_game(transcript: str, player_black: bool, player_margin: int, size: int, max_empties: int) -> Game:
     """Replay one game, solving the player's positions with at most ``max_empties`` empties."""
-    start = Othello(size).init()
+    game = Othello(size)
+    start = game.init()
     mover, opponent = (int(x) for x in (bitboards_u64(start.mover), bitboards_u64(start.opponent)))
     black_to_move, found = True, []
-    for action in parse_transcript(transcript, size):
-        square = solver_square(action, size)
+    for square in solver_squares(parse_transcript(transcript, size), game):
         legal = placements(mover, opponent, size)
         if legal == [64] and square != 64:  # a forced pass the transcript left out
             mover, opponent, black_to_move = opponent, mover, not black_to_move
             legal = placements(mover, opponent, size)
         empties = size * size - (mover | opponent).bit_count()
         if black_to_move == player_black and square != 64 and empties <= max_empties:
-            result = exact_result(mover, opponent, size)
-            keeping = frozenset(s for s in legal if -exact_result(*child(mover, opponent, s), size) >= result)
+            result, *replies = exact_signs(size, [(mover, opponent)] + [child(mover, opponent, s) for s in legal])
+            keeping = frozenset(s for s, reply in zip(legal, replies, strict=True) if -reply >= result)
             found.append(PlayerMove(empties, mover, opponent, BLACK if black_to_move else WHITE, result,
                                     keeping, square))
         mover, opponent = child(mover, opponent, square)
@@ -138,8 +134,9 @@ def keep_table(moves: Sequence[PlayerMove], chosen: Sequence[int]) -> str:
 
 
 def as_states(moves: Sequence[PlayerMove], game: Othello) -> State:
-    rows = [game.from_discs(bb.constant(m.mover), bb.constant(m.opponent), m.color) for m in moves]
-    return jax.tree.map(lambda *x: jnp.stack(x), *rows)
+    """The positions as one batched state for agents."""
+    movers, opponents = bitboards_from_u64([m.mover for m in moves]), bitboards_from_u64([m.opponent for m in moves])
+    return game.from_discs(movers, opponents, jnp.asarray([m.color for m in moves], jnp.int8))
 
 
 def network_choices(checkpoint: str, sims: int, moves: Sequence[PlayerMove], game: Othello) -> list[int]:
@@ -148,7 +145,7 @@ def network_choices(checkpoint: str, sims: int, moves: Sequence[PlayerMove], gam
     act, states, out = jax.jit(agent.act), as_states(moves, game), []
     for begin in range(0, len(moves), 256):
         chunk = jax.tree.map(lambda x: x[begin:begin + 256], states)
-        out += [solver_square(int(a), game.size) for a in np.asarray(act(chunk, jax.random.PRNGKey(begin)))]
+        out += solver_squares(act(chunk, jax.random.PRNGKey(begin)), game)
     return out
 
 

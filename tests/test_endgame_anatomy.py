@@ -43,7 +43,7 @@ def test_results_and_keeping_moves_match_the_jax_solver(saved_games):
         actions = np.flatnonzero(legal[row][:game.pass_action])
         children = jax.vmap(lambda a, one=one: game.step(one, a))(actions)
         kept = -np.sign(np.asarray(solve_batch(children, game, EMPTIES).score)) >= move.result
-        squares = [endgame_anatomy.solver_square(int(a), 6) for a in actions]
+        squares = endgame_anatomy.solver_squares(actions, game)
         assert move.keeping == {s for s, k in zip(squares, kept, strict=True) if k}
         assert move.played in squares
 

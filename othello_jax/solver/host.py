@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from othello_jax.errors import InputError
@@ -61,6 +62,14 @@ def bitboards_u64(b: bb.Bitboard) -> np.ndarray:
     lo = np.asarray(b.lo).astype(np.uint64)
     hi = np.asarray(b.hi).astype(np.uint64)
     return lo | (hi << np.uint64(32))
+
+
+def bitboards_from_u64(u64: np.ndarray | Sequence[int]) -> bb.Bitboard:
+    """uint64 numbers (the C solver's boards) as a (batched) bitboard: the inverse of
+    :func:`bitboards_u64`."""
+    u64 = np.asarray(u64, np.uint64)
+    lo = (u64 & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    return bb.Bitboard(jnp.asarray(lo), jnp.asarray((u64 >> np.uint64(32)).astype(np.uint32)))
 
 
 def count_empties(states: State, game: Othello) -> jax.Array:

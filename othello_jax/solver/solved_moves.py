@@ -31,7 +31,14 @@ from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 from othello_jax.solver import c_solver
 from othello_jax.solver.cache import SolvedPositions, child
-from othello_jax.solver.host import bitboards_u64, count_empties, resolve_backend, scores_and_optimal, solve_many
+from othello_jax.solver.host import (
+    bitboards_from_u64,
+    bitboards_u64,
+    count_empties,
+    resolve_backend,
+    scores_and_optimal,
+    solve_many,
+)
 
 NO_VALUE = -128  # an illegal action's entry in ``values``
 UNSOLVED = -127  # a legal action known to lose something, its exact value not solved
@@ -79,12 +86,6 @@ class TestSet(NamedTuple):
         return TestSet(sizes[0], *(np.concatenate(x) for x in zip(*(part[1:] for part in parts), strict=True)))
 
 
-def _bitboard(u64: np.ndarray) -> bb.Bitboard:
-    u64 = np.asarray(u64, np.uint64)
-    lo = (u64 & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    return bb.Bitboard(jnp.asarray(lo), jnp.asarray((u64 >> np.uint64(32)).astype(np.uint32)))
-
-
 # compiled once per board size and count: op by op, the legal-move bitboard ops compile one by one
 _from_discs = jax.jit(Othello.from_discs, static_argnums=0)
 
@@ -92,8 +93,8 @@ _from_discs = jax.jit(Othello.from_discs, static_argnums=0)
 def to_states(testset: TestSet) -> State:
     """The test positions as one batched state for agents."""
     game = Othello(testset.size)
-    return _from_discs(game, _bitboard(testset.mover), _bitboard(testset.opponent), jnp.asarray(testset.color),
-                       jnp.asarray(testset.passed), jnp.asarray(testset.ply))
+    return _from_discs(game, bitboards_from_u64(testset.mover), bitboards_from_u64(testset.opponent),
+                       jnp.asarray(testset.color), jnp.asarray(testset.passed), jnp.asarray(testset.ply))
 
 
 def c_move_values(size: int, positions: Sequence[tuple[int, int]]) -> list[tuple[list[tuple[int, int]], float]]:
