@@ -34,7 +34,7 @@ def playing_search_config(variant: str, sims: int, traps: bool = True):
     """Search settings for evaluation games: no exploration noise (Gumbel scale and Dirichlet 0),
     game-ending moves valued exactly (a wipeout reply is found whatever its prior) and, with
     ``traps``, no move the rules prove lost to a wipeout within the opponent's next two moves
-    (``search/traps.py``)."""
+    (next three where we have few discs; ``search/traps.py``)."""
     config = default_search_config()
     config.exact_endings = True
     config.avoid_traps = bool(traps)

@@ -112,7 +112,7 @@ def parse_agent(spec: str, game: Othello) -> Agent:
 
     Kinds and options: ``random``; ``greedy``; ``alphabeta:depth=D``; ``mcts:sims=S,rollouts=R,
     search=puct|gumbel``; ``net:ckpt=PATH|preset=NAME,seed=S,sims=S,search=gumbel|puct,temp=T,traps=0|1``
-    (``traps=0``: the search may walk into a wipeout the rules prove within four plies, see
+    (``traps=0``: the search may walk into a wipeout the rules prove within four or six plies, see
     ``othello_jax/search/traps.py``);
     ``gtp:cmd="ENGINE COMMAND LINE",timeout=SECONDS``; ``perfect:cache=DIR`` (exact play, boards
     up to 6x6, solved positions kept in DIR). A bare first value sets the main option

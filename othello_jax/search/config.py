@@ -31,7 +31,7 @@ def default_search_config() -> ml_collections.ConfigDict:
     # until an A/B shows it pays there (it costs 3-13% of a search and compile time; RESULTS 2026-11-25)
     config.exact_endings = False
     # with exact_endings: replace a root move after which the opponent forces a wipeout within its
-    # next two moves (search/traps.py); on for players, off in self-play (unmeasured there)
+    # next two moves (three with few discs; search/traps.py); on for players, off in self-play
     config.avoid_traps = False
     config.engine = "lockstep"  # the project's batched search; "mctx": mctx's public policies (same trees, slower)
     # lockstep tree writes: "scatter" (the default everywhere) or "select" (one-hot; meant for TPU, unmeasured there)
