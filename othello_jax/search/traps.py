@@ -22,6 +22,8 @@ wipeout by force; a trap outside those bounds is missed.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -164,36 +166,38 @@ def trapped_deep(game: Othello, states: State, moves: jax.Array) -> jax.Array:
     :func:`trapped`, or the opponent has a reply after which each of our legal answers (at most
     ``DEEP_ANSWERS``) is itself lost that way within the next four plies.
 
-    ~128 times :func:`trapped`'s lines: the players run it where we have few discs only
-    (:func:`avoid_traps`)."""
+    The four-ply check runs on the lines (reply, answer) that exist only, a quarter of the slots
+    at a time: most of the 256 slots of a root are empty. Still ~100 times :func:`trapped`'s
+    work: the players run it where we have few discs only (:func:`avoid_traps`)."""
     batch, count = moves.shape
     after = _flat(game.step(_widen(states, count), moves), 2)
     lines, real, few = _reply_then_answer(game, after, REPLIES, DEEP_ANSWERS)
-    both = jax.tree.map(lambda a, b: jnp.concatenate([a, b.reshape((-1,) + b.shape[3:])]), after, lines)
-    forced = forces_wipeout(game, both)
-    now, later = forced[: batch * count], forced[batch * count:].reshape(real.shape)
-    return (now | _a_reply_refutes_every_answer(later, real, few)).reshape(batch, count)
+    check = lambda positions: forces_wipeout(game, positions)
+    wanted = (real & few[..., None]).reshape(-1)
+    later = _where_in_chunks(check, _flat(lines, 3), wanted, max(wanted.size // 4, 1)).reshape(real.shape)
+    return (check(after) | _a_reply_refutes_every_answer(later, real, few)).reshape(batch, count)
 
 
-def _trapped_deep_where(game: Othello, states: State, moves: jax.Array, check: jax.Array) -> jax.Array:
-    """bool[B, C]: :func:`trapped_deep` for the roots where ``check`` (bool[B]) holds, False
-    elsewhere. The checked roots are gathered ``DEEP_LANES`` at a time, so the cost follows their
-    number, none costing nothing."""
-    batch, count = moves.shape
-    lanes = min(batch, DEEP_LANES)
-    chunks = -(-batch // lanes)
-    order = jnp.argsort(~check, stable=True).astype(jnp.int32)  # the roots to check first
-    order = jnp.concatenate([order, jnp.zeros(chunks * lanes - batch, jnp.int32)])
-    lane_of_root = jnp.arange(batch, dtype=jnp.int32)
+def _where_in_chunks(check: Callable[[Any], jax.Array], items: Any, wanted: jax.Array, size: int) -> jax.Array:
+    """``check`` (a function of a batch of ``items``, leading axis N, returning [N, ...]) on the
+    items where ``wanted`` (bool[N]), False elsewhere: those are gathered ``size`` at a time, so
+    the cost follows their number (none costs nothing) and the shapes stay static."""
+    number = wanted.shape[0]
+    chunks = -(-number // size)
+    order = jnp.argsort(~wanted, stable=True).astype(jnp.int32)  # the wanted items first
+    order = jnp.concatenate([order, jnp.zeros(chunks * size - number, jnp.int32)])
+    positions = jnp.arange(number, dtype=jnp.int32)
 
     def chunk(index: jax.Array, found: jax.Array) -> jax.Array:
-        pick = jax.lax.dynamic_slice(order, (index * lanes,), (lanes,))
-        roots = jax.tree.map(lambda x: x[pick], states)
-        deep = trapped_deep(game, roots, moves[pick]) & check[pick][:, None]
-        return found | jnp.any((pick[:, None] == lane_of_root)[..., None] & deep[:, None, :], axis=0)
+        pick = jax.lax.dynamic_slice(order, (index * size,), (size,))
+        result = check(jax.tree.map(lambda x: x[pick], items))
+        result = result & wanted[pick].reshape((size,) + (1,) * (result.ndim - 1))
+        owner = (pick[:, None] == positions).reshape((size, number) + (1,) * (result.ndim - 1))
+        return found | jnp.any(owner & result[:, None], axis=0)
 
-    todo = (jnp.sum(check, dtype=jnp.int32) + lanes - 1) // lanes
-    return jax.lax.fori_loop(0, todo, chunk, jnp.zeros((batch, count), bool))
+    shape = jax.eval_shape(check, jax.tree.map(lambda x: x[:1], items)).shape[1:]
+    todo = (jnp.sum(wanted, dtype=jnp.int32) + size - 1) // size
+    return jax.lax.fori_loop(0, todo, chunk, jnp.zeros((number,) + shape, bool))
 
 
 def avoid_traps(game: Othello, states: State, action: jax.Array, policy: jax.Array, legal: jax.Array,
@@ -217,7 +221,9 @@ def avoid_traps(game: Othello, states: State, action: jax.Array, policy: jax.Arr
     def next_candidate(rank: jax.Array, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         settled, move = carry  # settled: a candidate safe at both depths was found
         candidate, open_ = candidates[:, rank], ~settled & safe[:, rank]
-        deep = _trapped_deep_where(game, states, candidate[:, None], open_ & few_discs)[:, 0]
+        check = lambda roots: trapped_deep(game, *roots)
+        deep = _where_in_chunks(check, (states, candidate[:, None]), open_ & few_discs,
+                                min(candidate.size, DEEP_LANES))[:, 0]
         accept = open_ & ~deep
         return settled | accept, jnp.where(accept, candidate, move)
 
