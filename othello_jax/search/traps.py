@@ -172,10 +172,13 @@ def trapped_deep(game: Othello, states: State, moves: jax.Array) -> jax.Array:
     batch, count = moves.shape
     after = _flat(game.step(_widen(states, count), moves), 2)
     lines, real, few = _reply_then_answer(game, after, REPLIES, DEEP_ANSWERS)
-    check = lambda positions: forces_wipeout(game, positions)
-    wanted = (real & few[..., None]).reshape(-1)
-    later = _where_in_chunks(check, _flat(lines, 3), wanted, max(wanted.size // 4, 1)).reshape(real.shape)
-    return (check(after) | _a_reply_refutes_every_answer(later, real, few)).reshape(batch, count)
+    # the roots' own four-ply check rides with the lines': one compiled check for both
+    both = jax.tree.map(lambda a, b: jnp.concatenate([a, b.reshape((-1,) + b.shape[3:])]), after, lines)
+    wanted = jnp.concatenate([jnp.ones(batch * count, bool), (real & few[..., None]).reshape(-1)])
+    forced = _where_in_chunks(lambda positions: forces_wipeout(game, positions), both, wanted,
+                              max(wanted.size // 4, 1))
+    now, later = forced[: batch * count], forced[batch * count:].reshape(real.shape)
+    return (now | _a_reply_refutes_every_answer(later, real, few)).reshape(batch, count)
 
 
 def _where_in_chunks(check: Callable[[Any], jax.Array], items: Any, wanted: jax.Array, size: int) -> jax.Array:
