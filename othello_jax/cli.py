@@ -4,7 +4,8 @@ A command module exposes ``main(argv: list[str]) -> int``. Register it in ``COMM
 one-line summary; it is imported only when run, so the CLI starts fast. Every command runs under
 :func:`~othello_jax.commands.command.run_command`: bad input is one line and exit 2, a bug one
 line naming its traceback file and exit 1 (a module's ``traceback_dir(argv)``, if it has one,
-says where that file goes). ``--debug`` anywhere on the command line (or ``OTHELLO_JAX_DEBUG=1``)
+says where that file goes). Compiled programs are kept between runs (:func:`compilation_cache_dir`).
+``--debug`` anywhere on the command line (or ``OTHELLO_JAX_DEBUG=1``)
 prints the traceback as well. The benchmarks are not commands: they run from a source checkout
 as ``python -m experiments.bench_env`` (and ``bench_selfplay``, ``bench_solver``, ...).
 """
@@ -12,7 +13,10 @@ as ``python -m experiments.bench_env`` (and ``bench_selfplay``, ``bench_solver``
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 
 from othello_jax.commands.command import DEBUG_FLAG, run_command
 
@@ -38,6 +42,28 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+CACHE_ENV = "OTHELLO_JAX_XLA_CACHE"  # a directory for compiled programs, or "off"
+
+
+def compilation_cache_dir(environ: Mapping[str, str]) -> Path | None:
+    """Where the commands keep compiled programs between runs (jax's persistent compilation
+    cache): a command's second start skips most compiling (`engine` to its first 8x8 move: 16.5 s
+    -> 7.0 s on cpu-2c). ``$OTHELLO_JAX_XLA_CACHE`` (a directory, or ``off``), else
+    ``$XDG_CACHE_HOME/othello-jax/xla`` or ``~/.cache/othello-jax/xla``. None where it is off,
+    where ``JAX_COMPILATION_CACHE_DIR`` already says (jax reads it itself), or where the directory
+    cannot be made (nothing is cached then)."""
+    choice = environ.get(CACHE_ENV, "")
+    if choice.lower() == "off" or environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return None
+    home = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".cache")
+    path = Path(choice) if choice else Path(home) / "othello-jax" / "xla"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
 def _usage() -> str:
     width = max(len(name) for name in COMMANDS)
     lines = ["usage: othello-jax COMMAND [options]", "", "commands:"]
@@ -57,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"othello-jax: unknown command {name!r}; choose from {', '.join(sorted(COMMANDS))}", file=sys.stderr)
         return 2
+    cache = compilation_cache_dir(os.environ)
+    if cache is not None:
+        import jax  # only for a command that runs: `--help` and unknown commands start without it
+
+        jax.config.update("jax_compilation_cache_dir", str(cache))
     module = importlib.import_module(COMMANDS[name][0])
     return run_command(name, module.main, rest, log_dir=getattr(module, "traceback_dir", None), debug=debug)
 
