@@ -38,8 +38,6 @@ ANSWERS = 8  # our answers examined; with more legal answers a position is not a
 DEEP_ANSWERS = 16  # our answers examined two plies below the root in the six-ply check
 DEEP_DISCS = 6  # the six-ply check runs where we have at most this many discs
 DEEP_LANES = 8  # roots checked six plies deep at once
-
-
 WIPE_SQUARES = 4  # squares whose placement is played out per position in the wipeout test
 
 
@@ -73,6 +71,7 @@ def wipeout_available(game: Othello, states: State) -> jax.Array:
     legal = game.legal_moves(states)[..., :squares]
     single = bb.popcount(opponent) == 1
     candidates = legal & covered & ~single[..., None]
+    # kth_legal's ranking, the cumulative sum taken once for all WIPE_SQUARES ranks (per rank: 2x the check's time)
     rank = jnp.cumsum(candidates, axis=-1, dtype=jnp.int32)
     hit = candidates[..., None, :] & (rank[..., None, :] == jnp.arange(1, WIPE_SQUARES + 1)[:, None])
     action = jnp.argmax(hit, axis=-1).astype(jnp.int32)
@@ -108,6 +107,11 @@ def _widen(states: State, count: int) -> State:
 def _flat(states: State, dims: int) -> State:
     """The first ``dims`` axes of every leaf merged into one."""
     return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[dims:]), states)
+
+
+def _after(game: Othello, states: State, moves: jax.Array) -> State:
+    """The position after each of ``moves`` (int32[B, C]) at its root, flat: [B * C]."""
+    return _flat(game.step(_widen(states, moves.shape[1]), moves), 2)
 
 
 def _reply_then_answer(game: Othello, positions: State, replies: int,
@@ -157,7 +161,7 @@ def trapped(game: Othello, states: State, moves: jax.Array) -> jax.Array:
     loses to a wipeout by force within four plies: the opponent takes every disc at once, or has
     a reply after which each of our legal answers (a pass included) allows that."""
     batch, count = moves.shape
-    after = _flat(game.step(_widen(states, count), moves), 2)
+    after = _after(game, states, moves)
     return forces_wipeout(game, after).reshape(batch, count)
 
 
@@ -170,7 +174,7 @@ def trapped_deep(game: Othello, states: State, moves: jax.Array) -> jax.Array:
     at a time: most of the 256 slots of a root are empty. Still ~100 times :func:`trapped`'s
     work: the players run it where we have few discs only (:func:`avoid_traps`)."""
     batch, count = moves.shape
-    after = _flat(game.step(_widen(states, count), moves), 2)
+    after = _after(game, states, moves)
     lines, real, few = _reply_then_answer(game, after, REPLIES, DEEP_ANSWERS)
     # the roots' own four-ply check rides with the lines': one compiled check for both
     both = jax.tree.map(lambda a, b: jnp.concatenate([a, b.reshape((-1,) + b.shape[3:])]), after, lines)
