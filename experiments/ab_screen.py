@@ -52,6 +52,8 @@ ARMS: dict[str, list[str]] = {
     "host14": ["selfplay.host_exact_empties=14"],
     "host12": ["selfplay.host_exact_empties=12"],
     "host16": ["selfplay.host_exact_empties=16"],
+    # 8x8: to 18 empties, the band where the 2-hour network throws won endgames away (17-20)
+    "host18": ["selfplay.host_exact_empties=18"],
     # exact policy targets too: uniform over the optimal moves of those positions
     "hostpol14": ["selfplay.host_exact_empties=14", "selfplay.host_exact_policy=True"],
     "hostpol16": ["selfplay.host_exact_empties=16", "selfplay.host_exact_policy=True"],

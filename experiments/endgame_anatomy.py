@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from othello_jax.agents import parse_agent
+from othello_jax.evaluation.arena import read_saved_games
 from othello_jax.game import Othello, State, parse_transcript
 from othello_jax.game import bitboard as bb
 from othello_jax.game.rules import BLACK, WHITE
@@ -102,18 +103,10 @@ def follow_game(transcript: str, player_black: bool, player_margin: int, size: i
 def read_games(path: str, player: str, size: int, max_empties: int) -> list[Game]:
     """Every game of a saved match, followed from the side of the player named ``player``."""
     games = []
-    for line in Path(path).read_text().splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        fields = line.split("\t")
-        if len(fields) != 4:
-            raise ValueError(f"{path}: not a saved game (transcript, black, white, margin): {line[:60]!r}")
-        transcript, black, white, black_margin = fields
-        if black.startswith(player) == white.startswith(player):
-            raise ValueError(f"{path}: exactly one side must be the player {player!r}: {black} vs {white}")
-        player_black = black.startswith(player)
-        margin = int(black_margin) if player_black else -int(black_margin)
-        games.append(follow_game(transcript, player_black, margin, size, max_empties))
+    for saved in read_saved_games(path):
+        player_black = saved.side_of(player) == 0
+        margin = saved.black_disc_diff if player_black else -saved.black_disc_diff
+        games.append(follow_game(saved.transcript, player_black, margin, size, max_empties))
     return games
 
 

@@ -17,6 +17,7 @@ import argparse
 import collections
 import sys
 
+from othello_jax.evaluation.arena import read_saved_games
 from othello_jax.game import Othello, parse_transcript
 from tests.test_traps import discs, loses_by_force, loses_by_force_deep, moves, play
 
@@ -28,14 +29,11 @@ def census(paths: list[str], player: str, max_discs: int) -> dict[int, collectio
     legal move is lost in four plies / in six but not four, and those where it played such a move."""
     counts: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
     for path in paths:
-        for line in open(path):
-            if line.startswith("#") or not line.strip():
-                continue
-            transcript, black, white, _ = line.rstrip("\n").split("\t")
-            follow = 0 if black.startswith(player) else 1 if white.startswith(player) else None
+        for saved in read_saved_games(path):
+            follow = saved.side_of(player)
             mover, opponent = discs(GAME.init())
             color = 0  # black to move
-            for action in parse_transcript(transcript, 8):
+            for action in parse_transcript(saved.transcript, 8):
                 if moves(mover, opponent) == [64] and action != 64:  # a pass the transcript left out
                     mover, opponent, color = opponent, mover, 1 - color
                 if color == follow and action != 64 and bin(mover).count("1") <= max_discs:

@@ -12,7 +12,7 @@ import pytest
 
 from othello_jax.agents import Agent, alphabeta, parse_agent
 from othello_jax.evaluation import arena, openings
-from othello_jax.evaluation.arena import ArenaError, MatchResult, play_match, score_to_elo
+from othello_jax.evaluation.arena import ArenaError, MatchResult, play_match, read_saved_games, score_to_elo
 from othello_jax.evaluation.openings import OpeningError
 from othello_jax.game import Othello, play_transcript
 
@@ -107,6 +107,24 @@ def test_records_replay_to_the_reported_results(small_match, tmp_path):
     assert summary.score == pytest.approx(scores.mean())
     assert (summary.wins, summary.draws, summary.losses) == (
         int((scores == 1).sum()), int((scores == 0.5).sum()), int((scores == 0).sum()))
+
+
+def test_saved_games_read_back_as_the_records_and_a_bad_line_names_itself(small_match, tmp_path):
+    result = small_match[0]
+    path = tmp_path / "games.txt"
+    result.save_games(path)
+    records = result.records()
+    saved = read_saved_games(path)
+    assert [(g.transcript, g.black, g.white, g.black_disc_diff) for g in saved] == [
+        (r.transcript(result.game.size), r.black, r.white, r.black_disc_diff) for r in records]
+    first, second = records[0].black, records[0].white
+    assert [g.side_of(first) for g in saved[:2]] == [0, 1] and saved[0].side_of(second) == 1
+    with pytest.raises(ValueError, match="exactly one side"):
+        saved[0].side_of("nobody")
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines[:3], lines[3].rsplit("\t", 1)[0] + "\tten", *lines[4:]]) + "\n")
+    with pytest.raises(ValueError, match="line 4: not a saved game"):
+        read_saved_games(path)
 
 
 def test_host_loop_plays_the_same_games_as_the_compiled_match(small_match):

@@ -67,7 +67,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     garbled = tmp_path / "garbled.txt"
     garbled.write_text("d3c3 net:a greedy\n")
     for path, message in [(both, "exactly one side must be the player 'net': net:a vs net:b"),
-                          (garbled, "not a saved game (transcript, black, white, margin)"),
+                          (garbled, "line 1: not a saved game (transcript, black, white, black minus white discs)"),
                           (tmp_path / "none.txt", "does not exist")]:
         with pytest.raises(SystemExit) as exit_info:
             endgame_anatomy.main(["--games", str(path)])

@@ -309,6 +309,39 @@ class MatchResult:
         Path(path).expanduser().write_text("\n".join(lines) + "\n")
 
 
+class SavedGame(NamedTuple):
+    """One game of a file written by :meth:`MatchResult.save_games`."""
+
+    transcript: str
+    black: str  # the agents' specs as the match named them
+    white: str
+    black_disc_diff: int
+
+    def side_of(self, player: str) -> int:
+        """0 if black's spec starts with ``player``, 1 if white's; ValueError unless exactly one does."""
+        black, white = self.black.startswith(player), self.white.startswith(player)
+        if black == white:
+            raise ValueError(f"exactly one side must be the player {player!r}: {self.black} vs {self.white}")
+        return 0 if black else 1
+
+
+def read_saved_games(path: str | Path) -> list[SavedGame]:
+    """The games of a file written by :meth:`MatchResult.save_games` (comment lines skipped);
+    ValueError naming the file and the line for anything else, OSError for a missing file."""
+    games = []
+    for number, line in enumerate(Path(path).expanduser().read_text().splitlines(), start=1):
+        if line.startswith("#") or not line.strip():
+            continue
+        fields = line.split("\t")
+        try:
+            transcript, black, white, diff = fields
+            games.append(SavedGame(transcript, black, white, int(diff)))
+        except ValueError:
+            raise ValueError(f"{path}, line {number}: not a saved game (transcript, black, white, "
+                             f"black minus white discs): {line[:60]!r}") from None
+    return games
+
+
 def _black_disc_diff(game: Othello, states: State) -> jax.Array:
     _, diff = game.outcome(states)
     return jnp.where(states.color == BLACK, diff, -diff)
