@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs othello-jax into ./.venv, trains the 6x6 laptop config (240 iterations or 26 minutes,
-# whichever ends first: 11 minutes in all on a quiet 2-core CPU; re-running resumes), then plays
-# the trained agent (with search) against the random, greedy and alpha-beta depth-3 baselines,
-# both colours, and draws the curves.
+# whichever ends first: 11 minutes in all on a quiet 2-core CPU, up to ~32 on a slow one;
+# re-running resumes), then plays the trained agent (with search) against the random, greedy
+# and alpha-beta depth-3 baselines, both colours, and draws the curves.
 # Set WORKDIR or CONFIG to change where and what it trains. If training is stopped (SIGTERM,
 # Ctrl-C) it exits with status 75 after a checkpoint, without evaluating: run it again.
 # A smoke run: ITERATIONS=1 GAMES=2 SIMS=2 bash scripts/quickstart.sh trains 1 iteration
