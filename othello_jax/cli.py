@@ -23,7 +23,7 @@ from othello_jax.commands.command import DEBUG_FLAG, run_command
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, summary)
     "play": ("othello_jax.commands.play", "play a game against a checkpoint or agent in the terminal"),
-    "engine": ("othello_jax.commands.engine", "serve a checkpoint or agent as a GTP engine on stdin/stdout"),
+    "engine": ("othello_jax.commands.engine", "serve a checkpoint or agent to GUIs (GTP or NBoard) on stdin/stdout"),
     "analyze": ("othello_jax.commands.analyze", "a network's policy, value and search visits for a position"),
     "train": ("othello_jax.commands.train", "train or resume a self-play run from a config (--config, --workdir)"),
     "plot": ("othello_jax.commands.plot", "draw a run's training curves (metrics.jsonl) to a PNG"),

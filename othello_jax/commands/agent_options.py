@@ -117,6 +117,12 @@ def spec_player(spec: str, size: int) -> Player:
     return Player(spec, size, SIZES, make_agent, None, None)
 
 
+def endgame_depth(size: int, solve: int | None = None) -> int:
+    """The empty squares at or below which a player built with ``--solve=solve`` plays perfectly
+    (None: the board's default, :data:`PLAYING_SOLVE_DEPTH`; 0: never)."""
+    return PLAYING_SOLVE_DEPTH.get(size, 0) if solve is None else solve
+
+
 def with_endgame_solve(player: Player, solve: int | None = None, spec: str | None = None) -> Player:
     """The player with exact endgames, as Edax and Egaroucid play: positions with at most
     ``solve`` empty squares are played by the solver.
@@ -161,7 +167,7 @@ def with_endgame_solve(player: Player, solve: int | None = None, spec: str | Non
 
     @functools.cache
     def make_agent(game: Othello) -> Agent:
-        depth = PLAYING_SOLVE_DEPTH.get(game.size, 0) if solve is None else solve
+        depth = endgame_depth(game.size, solve)
         try:
             agent = with_exact_endgame(player.make_agent(game), game, depth, backend)
         except InputError as error:

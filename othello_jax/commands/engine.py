@@ -1,12 +1,25 @@
-"""`othello-jax engine`: serve an agent over the Go Text Protocol on stdin/stdout.
+"""`othello-jax engine`: serve an agent to Othello GUIs and match programs on stdin/stdout.
 
     othello-jax engine --protocol=gtp --checkpoint=runs/8x8/best --sims=200
     othello-jax engine --agent=alphabeta:3
+    othello-jax engine --protocol=nboard --checkpoint=builtin:8x8
 
-GUIs and match programs start it as a subprocess and send `boardsize`, `clear_board`, `play`,
-`genmove`, ... (run `list_commands` for all). Only protocol responses go to stdout; messages go
-to stderr. Like Edax and Egaroucid, the engine plays the endgame exactly with the C solver (how
-many empties: ``--solve=E``; ``--no-solve`` turns it off).
+Two protocols:
+
+  gtp     the Go Text Protocol played as Othello, as Edax and Egaroucid speak it (GoGui-style
+          controllers, arena programs): boardsize, clear_board, play, genmove, ... (send
+          list_commands for all).
+  nboard  the NBoard GUI's protocol (version 2), as Edax and NTest speak it: set game, move,
+          go, hint, ping, learn. In NBoard, add an engine whose command is this command line.
+          Evaluations (hint, go) are the side to move's: in the solved endgame the exact disc
+          difference (depth 100%); before it the network search's expected score in percent
+          minus 50 (-50 lost, +50 won; depth: its simulations), or the disc margin a network
+          trained on margins predicts. set depth leaves the strength to --sims.
+
+The GUI starts the engine as a subprocess. Only protocol lines go to stdout; messages go to
+stderr. Like Edax and Egaroucid, the engine plays the endgame exactly with the C solver (how many
+empties: --solve=E; --no-solve turns it off). The first move takes a while: the search is
+compiled first (and kept for the next start).
 """
 
 from __future__ import annotations
@@ -16,27 +29,46 @@ import sys
 
 from othello_jax.commands import agent_options
 from othello_jax.commands.command import failure, make_parser
-from othello_jax.interface.gtp_server import GtpEngine, serve
+from othello_jax.game import SIZES
+from othello_jax.interface import gtp_server, nboard_server
+
+PROTOCOLS = ("gtp", "nboard")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = make_parser("engine", __doc__)
-    parser.add_argument("--protocol", default="gtp", help="engine protocol (only gtp)")
+    parser.add_argument("--protocol", default="gtp", type=str.lower, choices=PROTOCOLS,
+                        help="engine protocol: gtp (the Go Text Protocol) or nboard (the NBoard GUI's) (default gtp)")
     agent_options.add_arguments(parser, endgame=True)
     parser.add_argument("--seed", type=int, default=0, help="random seed for the agent")
-    parser.add_argument("--name", default="othello-jax", help="name reported by the `name` command")
+    parser.add_argument("--name", default="othello-jax", help="the engine's name as the GUI shows it")
     return parser
+
+
+def exact_empties(solve: int | None) -> dict[int, int]:
+    """Per board size, the empty squares at or below which the NBoard engine's evaluations are
+    exact: the endgame the player solves with the C solver (none with --no-solve or without it)."""
+    from othello_jax.solver import c_solver
+
+    if solve == 0 or not c_solver.available():
+        return {}
+    return {size: agent_options.endgame_depth(size, solve) for size in SIZES}
 
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     fail = failure("engine")
-    if args.protocol.lower() != "gtp":
-        return fail(f"unknown --protocol {args.protocol!r}; only gtp is supported")
     try:
         player = agent_options.build(args)
     except agent_options.AgentOptionError as error:
         return fail(error)
-    engine = GtpEngine(player.make_agent, size=player.size, sizes=player.sizes, seed=args.seed, name=args.name)
-    print(f"othello-jax engine: {player.name} on {player.size}x{player.size}, speaking GTP", file=sys.stderr)
-    return serve(engine, sys.stdin, sys.stdout)
+    speaking = "the NBoard protocol" if args.protocol == "nboard" else "GTP"
+    print(f"othello-jax engine: {player.name} on {player.size}x{player.size}, speaking {speaking}", file=sys.stderr)
+    if args.protocol == "nboard":
+        engine = nboard_server.NboardEngine(player.make_agent, size=player.size, sizes=player.sizes, seed=args.seed,
+                                            name=args.name, analyzer=player.analyzer,
+                                            exact_empties=exact_empties(args.solve))
+        return nboard_server.serve(engine, sys.stdin, sys.stdout)
+    engine = gtp_server.GtpEngine(player.make_agent, size=player.size, sizes=player.sizes, seed=args.seed,
+                                  name=args.name)
+    return gtp_server.serve(engine, sys.stdin, sys.stdout)

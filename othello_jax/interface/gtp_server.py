@@ -29,9 +29,8 @@ from othello_jax.agents.gtp_protocol import (
 )
 from othello_jax.errors import InputError
 from othello_jax.game import SIZES, Othello, render
+from othello_jax.interface.agent_cache import AgentFactory, AgentsBySize
 from othello_jax.interface.session import GameSession, IllegalMove, color_name
-
-AgentFactory = Callable[[Othello], Any]
 
 
 class GtpEngine:
@@ -51,7 +50,7 @@ class GtpEngine:
         self.session = GameSession(Othello(size))
         self.finished = False  # set by `quit`
         self._auto_passes: set[int] = set()  # plies where this engine inserted a forced pass
-        self._agents: dict[int, Any] = {}
+        self._agents = AgentsBySize(make_agent)
         self._key = jax.random.PRNGKey(seed)
         self._handlers: dict[str, Callable[[tuple[str, ...]], str]] = {
             "protocol_version": lambda args: PROTOCOL_VERSION,
@@ -191,16 +190,11 @@ class GtpEngine:
         self._auto_passes = {ply for ply in self._auto_passes if ply < plies}
 
     def _agent(self, game: Othello) -> Any:
-        if game.size not in self._agents:
-            self._agents[game.size] = self.make_agent(game)
-        return self._agents[game.size]
+        return self._agents(game)
 
     def close(self) -> None:
         """Release the agents' resources (e.g. external engine processes)."""
-        for agent in self._agents.values():
-            if getattr(agent, "close", None) is not None:
-                agent.close()
-        self._agents.clear()
+        self._agents.close()
 
 
 def _expect(args: tuple[str, ...], count: int, usage: str) -> None:
