@@ -52,7 +52,7 @@ COMMANDS: dict[str, str] = {
     # the quickstart's evaluations: `eval --size=6 --black=net:... --white=alphabeta:depth=3`
     'othello-jax eval --size=6 --black="net:ckpt=builtin:6x6,sims=128" --white=alphabeta:depth=3 --games=100':
         "tests/test_entry_points.py::test_quickstart_stopped_resumed_then_export_and_analyze_its_network",
-    # the command's main against `perfect`, in process (a subprocess costs 30 s of solving)
+    # the command's main with greedy against `perfect`, in process (a subprocess costs 30 s of solving)
     'othello-jax eval --size=6 --black="net:ckpt=runs/othello6_cpu,sims=128" --white=perfect --games=100 '
     "--random-plies=10": "tests/test_perfect_play.py::test_eval_reports_against_perfect",
     'othello-jax testset --agent="net:ckpt=runs/othello6_cpu,sims=128"':
