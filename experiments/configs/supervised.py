@@ -70,6 +70,7 @@ def get_config(variant: str = "") -> ConfigDict:
     # or of total_steps done if larger); optimizer.total_steps then only places the warmup and boundaries
     c.schedule_clock = "iterations"
     c.checkpoint_keep = 2
+    c.tensorboard = True  # also write the metrics (and the curves at evaluations) as TensorBoard events in the workdir
     # devices each batch is split over (data parallel; on a CPU one host device per core, which
     # train_supervised asks for): 0 = the most devices that divide batch_size
     c.num_devices = 0

@@ -83,6 +83,7 @@ def default_config() -> ConfigDict:
     # iterations) or "minutes" (the share of max_minutes used; see the module docstring)
     c.schedule_clock = "iterations"
     c.num_devices = 0  # 0 = all devices (of all hosts)
+    c.tensorboard = True  # also write the metrics (and the curves at evaluations) as TensorBoard events in the workdir
     # start from a trained network instead of random weights: a training or supervised workdir (its
     # latest checkpoint), WORKDIR/best, a portable .msgpack file or builtin:NAME. A fresh run only (a
     # resumed run continues from its checkpoint); its architecture and board size must be the run's

@@ -119,7 +119,7 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
         cadences=tuple(Cadence.of(stage) for stage in program.stage_configs), stage_at=program.stage_at,
         now=time.perf_counter, session_start=session_start, agree=_agree if multi else None)
     writer = CheckpointWriter(ckpts, workdir, config, program, clock, meta, start, hooks.on_checkpoint, labeller)
-    log = MetricsLog(workdir)
+    log = MetricsLog(workdir, tensorboard=bool(config.tensorboard))
     if primary:
         log.truncate_after(start)
     progress, step, record = Progress(total), None, {}
@@ -159,7 +159,7 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
                 writer.evaluated(done, scores, _best_score(record, str(stage.eval.best_metric)), state)
             record["elapsed_s"] = clock.trained()  # everything: compile, play, train, evaluate
             if primary:
-                log.write(record)
+                log.write(record, curves=clock.cadence.evaluation_due(done))  # the curves image too
             say(progress.line(record, progress.eta(done, seconds, clock.time_left(record["elapsed_s"]))))
             if save_due:
                 writer.save(done, state, key, stage, final=last)
@@ -168,8 +168,10 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
                     say(f"stopping after {format_duration(clock.trained())}: max_minutes={config.max_minutes} "
                         "reached (the final evaluation and checkpoint included)")
                 break
+        log.draw_curves()  # the curves image at the session's last iteration, after its checkpoint
     finally:
         ckpts.close()
+        log.close()
         if labeller is not None:
             labeller.close()
     return record

@@ -3,7 +3,9 @@
 ``WORKDIR/metrics.jsonl`` holds one object per iteration (``iteration``, losses, entropies,
 throughput, buffer fill, learning rate, simulations, ``schedule_position`` with the minutes
 clock, and ``eval/...`` results when an evaluation ran). :func:`plot` draws the curves of one
-or several runs side by side.
+or several runs side by side. With ``tensorboard`` on, the same numbers go to TensorBoard event
+files in the workdir as they are written, and the curves as an image when asked for
+(:mod:`othello_jax.training.dashboard`).
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from othello_jax.errors import InputError
+from othello_jax.training.dashboard import Dashboard
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -28,12 +32,28 @@ def _jsonable(value):
     return value
 
 
-class MetricsLog:
-    """Append-only JSON-lines log in a workdir; on resume, lines past the checkpoint are dropped."""
+# the x axis of a record (supervised records repeat it as "step"): TensorBoard's step, not a scalar
+STEP_KEYS = ("iteration", "step")
+CURVES_TAG = "curves"  # the TensorBoard image of plot()'s curves
+CURVES_EVERY_S = 300.0  # drawing them takes a second or two: at most this often while training
 
-    def __init__(self, workdir: str | Path):
+
+class MetricsLog:
+    """Append-only JSON-lines log in a workdir; on resume, lines past the checkpoint are dropped.
+
+    With ``tensorboard``, each record also goes to TensorBoard event files in the workdir: every
+    number under its JSON name, at the record's iteration (a resumed run's first record hides what
+    an earlier session wrote from that iteration on, as the JSON lines past the checkpoint are
+    dropped), and plot()'s curves as an image when asked for (at most every ``CURVES_EVERY_S``)
+    and at the end (:meth:`draw_curves`)."""
+
+    def __init__(self, workdir: str | Path, tensorboard: bool = False, now: Callable[[], float] = time.monotonic):
         self.path = Path(workdir) / METRICS_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.dashboard = Dashboard(self.path.parent) if tensorboard else None
+        self.now = now
+        self.drawn_at: float | None = None  # when this session last drew the curves
+        self.undrawn: int | None = None  # the last step written since then
 
     def truncate_after(self, iteration: int) -> None:
         """Forget records of iterations after ``iteration`` (they will be trained again)."""
@@ -44,10 +64,30 @@ class MetricsLog:
         tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
         os.replace(tmp, self.path)
 
-    def write(self, record: dict) -> None:
-        line = json.dumps({k: _jsonable(v) for k, v in record.items()})
+    def write(self, record: dict, curves: bool = False) -> None:
+        """Append ``record``; with TensorBoard on, write its numbers there too (as the JSON line has
+        them) and, with ``curves`` (an evaluation's record), the curves so far unless drawn recently."""
+        values = {k: _jsonable(v) for k, v in record.items()}
         with self.path.open("a") as f:
-            f.write(line + "\n")
+            f.write(json.dumps(values) + "\n")
+        if self.dashboard is None:
+            return
+        self.undrawn = int(values["iteration"])
+        self.dashboard.scalars({k: v for k, v in values.items() if k not in STEP_KEYS}, self.undrawn)
+        if curves and (self.drawn_at is None or self.now() - self.drawn_at >= CURVES_EVERY_S):
+            self.draw_curves()
+
+    def draw_curves(self) -> None:
+        """With TensorBoard on, the curves of the run so far as an image at the last record written
+        (unless drawn there already): what the end of a session calls."""
+        if self.dashboard is not None and self.undrawn is not None:
+            self.dashboard.figure(CURVES_TAG, figure([self.path.parent]), self.undrawn)
+            self.drawn_at, self.undrawn = self.now(), None
+
+    def close(self) -> None:
+        """Close the TensorBoard files (every record is on disk already)."""
+        if self.dashboard is not None:
+            self.dashboard.close()
 
 
 def read_records(path: str | Path) -> list[dict]:
@@ -130,6 +170,7 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("6x6 test set: optimal moves", ("testset/optimal",)),
     ("6x6 test set: disc loss per move", ("testset/disc_loss",)),
 )
+DPI = 100  # the PNG's and the TensorBoard image's pixels per inch
 # the x axes every panel is drawn against: (label, record -> x)
 AXES = (("iteration", lambda r: r.get("iteration")),
         ("minutes of training", lambda r: r["elapsed_s"] / 60.0 if r.get("elapsed_s") is not None else None))
@@ -143,7 +184,7 @@ def plot(workdirs: Iterable[str | Path], out: str | Path) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fig.savefig(out, dpi=100)
+        fig.savefig(out, dpi=DPI)
     except ValueError as error:  # matplotlib: a file name ending in no image format it writes
         raise InputError(f"cannot draw {out}: {str(error).strip().splitlines()[0]}") from None
     finally:
@@ -166,7 +207,7 @@ def figure(workdirs: Iterable[str | Path]):
     panels = [(title, keys) for title, keys in panels
               if any(r.get(k) is not None for _, rs in runs for r in rs for k in keys)]
     fig, axes = plt.subplots(max(len(panels), 1), len(AXES), figsize=(6 * len(AXES), 3.2 * max(len(panels), 1)),
-                             squeeze=False)
+                             dpi=DPI, squeeze=False)
     for row, (title, keys) in enumerate(panels):
         for col, (x_label, x_of) in enumerate(AXES):
             ax = axes[row, col]

@@ -96,6 +96,7 @@ class SupervisedSettings:
     schedule_clock: str
     checkpoint_keep: int
     num_devices: int  # devices the batch is split over; 0 = the most (<= all) that divide the batch
+    tensorboard: bool  # the metrics (and the curves at evaluations) as TensorBoard events too
 
 
 def resolve(config: ConfigDict) -> SupervisedSettings:
@@ -105,11 +106,13 @@ def resolve(config: ConfigDict) -> SupervisedSettings:
     data = read_record(DataSettings, config.data, "data",
                        **{key: zero for key, zero in (("train_positions", 0), ("policy_temperature", 0.0))
                           if key not in config.data})
-    # num_devices came after runs were written: an older config reads it as 0 (every device)
+    # num_devices and tensorboard came after runs were written: an older config reads them as 0
+    # (every device) and True (the default)
     settings = read_record(SupervisedSettings, config, "config", data=data, network=network_config(config),
                             loss=read_record(LossSettings, config.loss, "loss"),
                             optimizer=optimizer_settings(config.optimizer),
-                            **({} if "num_devices" in config else {"num_devices": 0}))
+                            **{key: value for key, value in (("num_devices", 0), ("tensorboard", True))
+                               if key not in config})
     need(settings.batch_size >= 1, f"batch_size must be >= 1, got {settings.batch_size}")
     need(settings.total_steps >= 1, f"total_steps must be >= 1, got {settings.total_steps}")
     need(settings.steps_per_call >= 1, f"steps_per_call must be >= 1, got {settings.steps_per_call}")
@@ -356,7 +359,7 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
         horizon = max(60 * settings.max_minutes - (schedule_start - started), 1e-9)
         return min(max((time.time() - schedule_start) / horizon, steps_done / settings.total_steps), 1.0)
 
-    metrics_log = MetricsLog(workdir)
+    metrics_log = MetricsLog(workdir, tensorboard=settings.tensorboard)
     ckpts = checkpoint.Checkpoints(workdir, keep=settings.checkpoint_keep, async_save=False)
     meta = {"kind": "supervised", "board_size": game.size, "network": checkpoint.network_meta(net_config),
             "data": source.info, "config": config.to_dict()}
@@ -398,16 +401,19 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
             if at is not None:
                 record["schedule_position"] = at
             tick, seen = now, 0
-            if (eval_calls and call % eval_calls == 0) or last:
+            evaluated = bool((eval_calls and call % eval_calls == 0) or last)
+            if evaluated:
                 evaluation = evaluate(step)
                 record.update(evaluation.metrics)
-            metrics_log.write(record)
+            metrics_log.write(record, curves=evaluated)
             log(_console(record))
         if last:
             if out_of_time:
                 log(f"stopping after {settings.max_minutes} minutes (max_minutes)")
             break
     ckpts.close()
+    metrics_log.draw_curves()
+    metrics_log.close()
     assert evaluation is not None  # the last call always evaluates
     log(evaluation.report)
     log(f"saved to {workdir / checkpoint.LATEST_DIR} (best held-out score in {workdir / checkpoint.BEST_DIR})")
