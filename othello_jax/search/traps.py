@@ -61,9 +61,11 @@ def wipeout_available(game: Othello, states: State) -> jax.Array:
     """bool[...]: whether the mover has a legal move that flips every disc the opponent has.
 
     Only a square whose lines hold every opponent disc can; those are few once the opponent has
-    two discs or more (any legal move takes a single one), so the first ``WIPE_SQUARES`` of them
-    are played out, and every square only where a position has more (64 placements per position
-    would be most of the trap checks' cost)."""
+    two discs or more (any legal move takes a single one), so they are played out
+    ``WIPE_SQUARES`` at a time, a group more only while some position has more of them (64
+    placements per position would be most of the trap checks' cost). One loop body plays every
+    group: the program holds the placement code once (the checks' compile time follows their
+    size)."""
     squares = game.num_squares
     rays_lo, rays_hi = (jnp.asarray(words) for words in _rays(game.size))
     opponent = states.opponent
@@ -71,23 +73,25 @@ def wipeout_available(game: Othello, states: State) -> jax.Array:
     legal = game.legal_moves(states)[..., :squares]
     single = bb.popcount(opponent) == 1
     candidates = legal & covered & ~single[..., None]
-    # kth_legal's ranking, the cumulative sum taken once for all WIPE_SQUARES ranks (per rank: 2x the check's time)
+    # kth_legal's ranking, the cumulative sum taken once for all ranks (per rank: 2x the check's time)
     rank = jnp.cumsum(candidates, axis=-1, dtype=jnp.int32)
-    hit = candidates[..., None, :] & (rank[..., None, :] == jnp.arange(1, WIPE_SQUARES + 1)[:, None])
-    action = jnp.argmax(hit, axis=-1).astype(jnp.int32)
     widen = lambda b: bb.Bitboard(b.lo[..., None], b.hi[..., None])
-    _, remaining = bb.play(widen(states.mover), widen(opponent), bb.square_bit(game.square_of_action(action)),
-                           game.size)
-    takes_all = jnp.any(jnp.any(hit, axis=-1) & ~bb.any_set(remaining), axis=-1)
-    takes_all = takes_all | (single & jnp.any(legal, axis=-1))
-    crowded = rank[..., -1] > WIPE_SQUARES
 
-    def every_square() -> jax.Array:
-        _, left = game.every_placement(states)
-        return crowded & jnp.any(legal & ~bb.any_set(left), axis=-1)
+    def group_takes_all(group: jax.Array) -> jax.Array:
+        """Whether one of the candidates ranked group * WIPE_SQUARES + 1 .. + WIPE_SQUARES takes all."""
+        ranks = group * WIPE_SQUARES + jnp.arange(1, WIPE_SQUARES + 1, dtype=jnp.int32)
+        hit = candidates[..., None, :] & (rank[..., None, :] == ranks[:, None])
+        action = jnp.argmax(hit, axis=-1).astype(jnp.int32)
+        _, remaining = bb.play(widen(states.mover), widen(opponent), bb.square_bit(game.square_of_action(action)),
+                               game.size)
+        return jnp.any(jnp.any(hit, axis=-1) & ~bb.any_set(remaining), axis=-1)
 
-    more = jax.lax.cond(jnp.any(crowded), every_square, lambda: jnp.zeros_like(crowded))
-    return (takes_all | more) & bb.any_set(opponent)
+    most = jnp.max(rank[..., -1], initial=0)  # candidates of the most crowded position
+    _, takes_all = jax.lax.while_loop(
+        lambda carry: carry[0] * WIPE_SQUARES < most,
+        lambda carry: (carry[0] + 1, carry[1] | group_takes_all(carry[0])),
+        (jnp.zeros((), jnp.int32), jnp.zeros(single.shape, bool)))
+    return (takes_all | (single & jnp.any(legal, axis=-1))) & bb.any_set(opponent)
 
 
 def kth_legal(legal: jax.Array, k: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -140,6 +144,12 @@ def _reply_then_answer(game: Othello, positions: State, replies: int,
         few.reshape(shape)[..., 0]
 
 
+def _with_lines(positions: State, lines: State) -> State:
+    """``positions`` ([N]) followed by the ``lines`` after them ([N, R, A], flat): one batch, so one
+    check (compiled once) serves both."""
+    return jax.tree.map(lambda a, b: jnp.concatenate([a, b.reshape((-1,) + b.shape[3:])]), positions, lines)
+
+
 def _a_reply_refutes_every_answer(refuted: jax.Array, real: jax.Array, few: jax.Array) -> jax.Array:
     """bool[N]: some reply after which every one of our (at most the examined) answers is
     ``refuted`` (bool[N, R, A]); ``real`` and ``few`` as :func:`_reply_then_answer` returns them."""
@@ -152,8 +162,10 @@ def forces_wipeout(game: Othello, positions: State, answers: int = ANSWERS) -> j
     at once, or has a reply (of its first ``REPLIES``) after which each of our legal answers (a
     pass included; at most ``answers`` of them) allows that. Four plies, proven by the rules."""
     after, real, few = _reply_then_answer(game, positions, REPLIES, answers)
-    return wipeout_available(game, positions) | _a_reply_refutes_every_answer(
-        wipeout_available(game, after), real, few)
+    count = positions.mover.lo.shape[0]
+    available = wipeout_available(game, _with_lines(positions, after))
+    now, later = available[:count], available[count:].reshape(real.shape)
+    return now | _a_reply_refutes_every_answer(later, real, few)
 
 
 def trapped(game: Othello, states: State, moves: jax.Array) -> jax.Array:
@@ -174,19 +186,23 @@ def trapped_deep(game: Othello, states: State, moves: jax.Array) -> jax.Array:
     at a time: most of the 256 slots of a root are empty. Still ~100 times :func:`trapped`'s
     work: the players run it where we have few discs only (:func:`avoid_traps`)."""
     batch, count = moves.shape
-    after = _after(game, states, moves)
+    return _lost_within_six(game, _after(game, states, moves)).reshape(batch, count)
+
+
+def _lost_within_six(game: Othello, after: State) -> jax.Array:
+    """bool[N]: :func:`trapped_deep` of the positions ``after`` ([N], the opponent to move) our moves."""
+    number = after.mover.lo.shape[0]
     lines, real, few = _reply_then_answer(game, after, REPLIES, DEEP_ANSWERS)
     # the roots' own four-ply check rides with the lines': one compiled check for both
-    both = jax.tree.map(lambda a, b: jnp.concatenate([a, b.reshape((-1,) + b.shape[3:])]), after, lines)
-    wanted = jnp.concatenate([jnp.ones(batch * count, bool), (real & few[..., None]).reshape(-1)])
-    forced = _where_in_chunks(lambda positions: forces_wipeout(game, positions), both, wanted,
+    wanted = jnp.concatenate([jnp.ones(number, bool), (real & few[..., None]).reshape(-1)])
+    forced = _where_in_chunks(lambda positions: forces_wipeout(game, positions), _with_lines(after, lines), wanted,
                               max(wanted.size // 4, 1))
-    now, later = forced[: batch * count], forced[batch * count:].reshape(real.shape)
-    return (now | _a_reply_refutes_every_answer(later, real, few)).reshape(batch, count)
+    now, later = forced[:number], forced[number:].reshape(real.shape)
+    return now | _a_reply_refutes_every_answer(later, real, few)
 
 
 def _where_in_chunks(check: Callable[[Any], jax.Array], items: Any, wanted: jax.Array, size: int) -> jax.Array:
-    """``check`` (a function of a batch of ``items``, leading axis N, returning [N, ...]) on the
+    """``check`` (a function of a batch of ``items``, leading axis N, returning bool[N]) on the
     items where ``wanted`` (bool[N]), False elsewhere: those are gathered ``size`` at a time, so
     the cost follows their number (none costs nothing) and the shapes stay static."""
     number = wanted.shape[0]
@@ -197,14 +213,11 @@ def _where_in_chunks(check: Callable[[Any], jax.Array], items: Any, wanted: jax.
 
     def chunk(index: jax.Array, found: jax.Array) -> jax.Array:
         pick = jax.lax.dynamic_slice(order, (index * size,), (size,))
-        result = check(jax.tree.map(lambda x: x[pick], items))
-        result = result & wanted[pick].reshape((size,) + (1,) * (result.ndim - 1))
-        owner = (pick[:, None] == positions).reshape((size, number) + (1,) * (result.ndim - 1))
-        return found | jnp.any(owner & result[:, None], axis=0)
+        result = check(jax.tree.map(lambda x: x[pick], items)) & wanted[pick]
+        return found | jnp.any((pick[:, None] == positions) & result[:, None], axis=0)
 
-    shape = jax.eval_shape(check, jax.tree.map(lambda x: x[:1], items)).shape[1:]
     todo = (jnp.sum(wanted, dtype=jnp.int32) + size - 1) // size
-    return jax.lax.fori_loop(0, todo, chunk, jnp.zeros((number,) + shape, bool))
+    return jax.lax.fori_loop(0, todo, chunk, jnp.zeros(number, bool))
 
 
 def avoid_traps(game: Othello, states: State, action: jax.Array, policy: jax.Array, legal: jax.Array,
@@ -221,16 +234,20 @@ def avoid_traps(game: Othello, states: State, action: jax.Array, policy: jax.Arr
     _, candidates = jax.lax.top_k(preference, CANDIDATES)
     candidates = candidates.astype(jnp.int32)
     real = jnp.take_along_axis(legal, candidates, axis=-1) & (candidates < game.num_squares)
-    safe = real & ~trapped(game, states, candidates) & ~jnp.take_along_axis(lost, candidates, axis=-1)
+    # the positions after the candidates, made once for both depths' checks (the program holds one step)
+    after = _after(game, states, candidates)
+    trapped_now = forces_wipeout(game, after).reshape(candidates.shape)  # trapped(game, states, candidates)
+    safe = real & ~trapped_now & ~jnp.take_along_axis(lost, candidates, axis=-1)
     chosen = jnp.where(jnp.any(safe, axis=-1), _first(candidates, safe), action)
     few_discs = bb.popcount(states.mover) <= DEEP_DISCS
+    after_by_rank = jax.tree.map(lambda x: x.reshape(candidates.shape + x.shape[1:]), after)
 
     def next_candidate(rank: jax.Array, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         settled, move = carry  # settled: a candidate safe at both depths was found
         candidate, open_ = candidates[:, rank], ~settled & safe[:, rank]
-        check = lambda roots: trapped_deep(game, *roots)
-        deep = _where_in_chunks(check, (states, candidate[:, None]), open_ & few_discs,
-                                min(candidate.size, DEEP_LANES))[:, 0]
+        deep = _where_in_chunks(lambda positions: _lost_within_six(game, positions),  # trapped_deep's
+                                jax.tree.map(lambda x: x[:, rank], after_by_rank), open_ & few_discs,
+                                min(candidate.size, DEEP_LANES))
         accept = open_ & ~deep
         return settled | accept, jnp.where(accept, candidate, move)
 
