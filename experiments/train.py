@@ -1,7 +1,8 @@
 """Train (or resume) a self-play run from a config file.
 
-    python -m experiments.train --config=experiments/configs/othello6_cpu.py --workdir=runs/o6 \
-        --config.search.variant=puct
+    python -m experiments.train --config=othello6_cpu --workdir=runs/o6 --config.search.variant=puct
+
+--config takes a shipped config's name or a config file's path.
 
 Same as ``othello-jax train`` (the same exit statuses, ``--debug`` too); see
 ``othello_jax/commands/train.py``.

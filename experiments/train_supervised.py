@@ -1,6 +1,9 @@
 """Train the AlphaZero network on WThor expert moves (supervised baseline).
 
-    python -m experiments.train_supervised --config=experiments/configs/supervised.py:cpu --workdir=runs/sl_cpu
+    python -m experiments.train_supervised --config=supervised:cpu --workdir=runs/sl_cpu
+
+--config names a shipped config (supervised, supervised:cpu; the default is supervised) or a
+config file, as `othello-jax train --config` does (othello_jax/commands/configs.py).
 
 On a CPU it asks JAX for one host device per usable core (as ``othello-jax train`` does) and
 splits each batch over them; ``JAX_NUM_CPU_DEVICES`` overrides that (``=1``: one device).
@@ -19,11 +22,14 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from othello_jax.checkpoint import CheckpointError
+from othello_jax.commands.configs import resolve_config, resolve_config_args
 from othello_jax.commands.train import devices_set_by_environment, use_host_devices
 from othello_jax.data.wthor import WthorError
+from othello_jax.errors import InputError
 from othello_jax.training import supervised
 
-_CONFIG = config_flags.DEFINE_config_file("config", "experiments/configs/supervised.py", "supervised config file")
+_CONFIG = config_flags.DEFINE_config_file("config", resolve_config("supervised"),
+                                          "supervised config: a shipped config's name (supervised:cpu) or a file")
 _WORKDIR = flags.DEFINE_string("workdir", None, "directory for metrics and checkpoints", required=True)
 
 
@@ -43,4 +49,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    try:
+        sys.argv[1:] = resolve_config_args(sys.argv[1:])  # config names to files, before absl reads them
+    except InputError as error:
+        print(f"train_supervised: {error}", file=sys.stderr)
+        sys.exit(2)
     app.run(lambda argv: sys.exit(main(argv)))

@@ -14,7 +14,9 @@ settings, raises :class:`CheckpointError` with a one-line message and nothing is
 does a workdir that cannot be written (probed when :class:`Checkpoints` opens it) and a save
 that fails (a full or read-only disk): the checkpoints written before it stay intact.
 
-Other modules load a trained network with :func:`load_agent_variables`.
+Other modules load a trained network with :func:`load_agent_variables`; anything it cannot read
+(a damaged step, a directory or file that is no checkpoint, a network file of another
+architecture) is one line saying what the path is and which forms are accepted.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import shutil
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +90,36 @@ def _abstract(tree: Any) -> Any:
 
 
 def _quiet_orbax() -> None:
-    """orbax logs every save at INFO and read-only opens at WARNING through absl; keep errors only."""
+    """orbax logs every save at INFO and read-only opens at WARNING through absl; keep errors only.
+    Also drops the late "Event loop is closed" reports of a failed restore (see
+    :func:`_drop_closed_loop_reports`)."""
     logger = logging.getLogger("absl")
     if logger.level < logging.ERROR:
         logger.setLevel(logging.ERROR)
+    if not getattr(sys.unraisablehook, "drops_closed_loop_reports", False):
+        sys.unraisablehook = _drop_closed_loop_reports(sys.unraisablehook)
+
+
+def _drop_closed_loop_reports(previous: Callable[[Any], object]) -> Callable[[Any], object]:
+    """An unraisable-exception hook that ignores the ``RuntimeError('Event loop is closed')`` of
+    tensorstore's callbacks and passes everything else to ``previous``.
+
+    orbax runs each restore in an event loop of its own and closes it when the restore returns.
+    When one read of a damaged checkpoint fails, the restore returns at once while tensorstore's
+    other reads are still running; as each finishes, its callback finds the loop closed and
+    Python prints that as an unraisable exception: a dozen tracebacks around, or after, the
+    command's one-line error, some at exit. The reads only fetched data nobody waits for any more,
+    so nothing is lost by not printing them. (Python's public hook: no orbax internals touched.)
+    """
+
+    def hook(unraisable: Any) -> object:
+        error = unraisable.exc_value
+        if unraisable.object is None and isinstance(error, RuntimeError) and str(error) == "Event loop is closed":
+            return None
+        return previous(unraisable)
+
+    hook.drops_closed_loop_reports = True
+    return hook
 
 
 def probe_writable(workdir: str | Path) -> None:
@@ -231,7 +262,7 @@ class Checkpoints:
         try:
             return dict(self.latest.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta)
         except Exception as error:  # orbax raises many kinds; report one line
-            raise CheckpointError(f"checkpoint {path} is unreadable ({_one_line(error)}); "
+            raise CheckpointError(f"checkpoint {path} is unreadable ({_damage(error, self.workdir)}); "
                                   f"{self._others(step)}") from None
 
     def restore(self, template: Any, key_template: jax.Array, expect: dict, step: int | None = None):
@@ -256,8 +287,8 @@ class Checkpoints:
                 variables=ocp.args.StandardRestore(_abstract(variables)),
                 train=ocp.args.StandardRestore(_abstract(rest))))
         except Exception as error:
-            raise CheckpointError(f"checkpoint {path} is unreadable or incompatible ({_one_line(error)}); "
-                                  f"{self._others(step)}") from None
+            raise CheckpointError(f"checkpoint {path} is unreadable or incompatible "
+                                  f"({_damage(error, self.workdir)}); {self._others(step)}") from None
         train_state, key = _join(template, restored.variables, restored.train)
         return train_state, key, meta
 
@@ -355,61 +386,92 @@ def network_meta(config: NetworkConfig) -> dict:
     return dataclasses.asdict(config)
 
 
+class NotACheckpoint(CheckpointError):
+    """A ``--checkpoint`` that is no checkpoint or cannot be read (message: one line with the forms accepted)."""
+
+    def __init__(self, path: str | Path, why: str):
+        super().__init__(f"{path} is not a readable othello-jax checkpoint ({why}); "
+                         f"pass {pretrained.checkpoint_forms()}")
+
+
 def _resolve(path: Path) -> tuple[Path, int]:
-    """(manager directory, step) for a workdir, a checkpoints/best directory or one step directory."""
-    if (path / "meta").exists() and path.name.isdigit():
-        return path.parent, int(path.name)
-    if (path / LATEST_DIR).is_dir():
-        path = path / LATEST_DIR
-    steps = saved_steps(path)
-    if not steps:
-        raise CheckpointError(f"no checkpoint found at {path}")
-    return path, steps[-1]
+    """(manager directory, step) for a workdir (its latest checkpoint, else its best), a
+    checkpoints/best directory or one step directory."""
+    if path.is_file():
+        raise NotACheckpoint(path, f"a file, not a checkpoint directory nor a {pretrained.SUFFIX} network file")
+    is_run = (path / LATEST_DIR).is_dir() or (path / BEST_DIR).is_dir()
+    if path.name.isdigit() and not is_run and not saved_steps(path):
+        return path.parent, int(path.name)  # one step directory, such as WORKDIR/checkpoints/40
+    for directory in (path / LATEST_DIR, path / BEST_DIR, path):
+        steps = saved_steps(directory)
+        if steps:
+            return directory, steps[-1]
+    raise NotACheckpoint(path, f"no checkpoint found in it, nor in its {LATEST_DIR}/ or {BEST_DIR}/")
+
+
+def _damage(error: BaseException, root: Path) -> str:
+    """What went wrong reading a checkpoint, short: tensorstore's messages nest a chain of "Error
+    opening ...: Error reading ...: " and a long spec; keep the innermost error, with paths
+    relative to ``root``, at most ~110 characters."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    text = text.split(" [tensorstore_spec")[0].replace(f"{root.absolute()}/", "").replace(f"{root}/", "")
+    parts = re.split(r": (?=Error )", text)
+    text = parts[-1] if len(parts) > 1 else f"{type(error).__name__}: {text}"
+    if len(text) > 110 and '": ' in text:
+        text = text.rsplit('": ', 1)[1]  # the innermost message without the file it names
+    return text if len(text) <= 110 else text[:107] + "..."
 
 
 def load_agent_variables(path: str | Path) -> tuple[NetworkConfig, dict, int]:
     """Load a trained network: ``(network config, {'params', 'batch_stats'}, board size)``.
 
-    ``path`` is a training workdir (its latest checkpoint), ``WORKDIR/best`` (the best one), a
-    ``checkpoints`` directory, one step directory such as ``WORKDIR/checkpoints/40``, a portable
-    ``.msgpack`` network file or ``builtin:NAME`` (a network shipped with the package, see
-    :mod:`othello_jax.pretrained`). Arrays land on the default device. Raises
-    :class:`CheckpointError` with a one-line message.
+    ``path`` is a training workdir (its latest checkpoint, else its best), ``WORKDIR/best`` (the
+    best one), a ``checkpoints`` directory, one step directory such as ``WORKDIR/checkpoints/40``,
+    a portable ``.msgpack`` network file or ``builtin:NAME`` (a network shipped with the package,
+    see :mod:`othello_jax.pretrained`). Arrays land on the default device. Raises
+    :class:`CheckpointError` with a one-line message naming the forms accepted; nothing on disk
+    is changed.
     """
     if pretrained.is_portable(path):
         try:
             config, variables, size, _ = pretrained.load(path)
         except pretrained.PortableNetworkError as error:
-            raise CheckpointError(str(error)) from None
+            raise CheckpointError(f"{error}; pass {pretrained.checkpoint_forms()}") from None
         return config, variables, size
     path = Path(path).expanduser()
     if not path.exists():
-        raise CheckpointError(f"checkpoint path {path} does not exist")
+        raise CheckpointError(f"checkpoint path {path} does not exist; pass {pretrained.checkpoint_forms()}")
     directory, step = _resolve(path)
+    step_dir = directory / str(step)
+    where = f"{step_dir.relative_to(path)}" if step_dir != path and step_dir.is_relative_to(path) else f"step {step}"
     _quiet_orbax()
     manager = _manager(directory, None, async_save=False, read_only=True)
-    where = directory / str(step)
     try:
-        meta = manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta
+        try:
+            meta = manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta
+            config = NetworkConfig(**meta["network"])
+            size = int(meta["board_size"])
+        except Exception as error:  # orbax raises many kinds; a meta of no network raises Key/TypeError
+            raise NotACheckpoint(path, f"{where} has no readable metadata: {_damage(error, path)}") from None
         version = meta.get("format_version", FORMAT_VERSION)
         if isinstance(version, int) and version > AUX_FORMAT_VERSION:
-            raise ValueError(f"format version {version} is newer than this code reads (up to {AUX_FORMAT_VERSION}): "
-                             "the checkpoint format changed; upgrade othello-jax")
-        config = NetworkConfig(**meta["network"])
-        size = int(meta["board_size"])
-    except Exception as error:
-        raise CheckpointError(f"checkpoint {where} has no readable metadata ({_one_line(error)})") from None
-    net = make_network(size, config)
-    device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-    shapes = jax.eval_shape(lambda k: init_variables(net, k, size), jax.random.PRNGKey(0))
-    target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), dict(shapes))
-    target.setdefault("batch_stats", {})
-    try:
-        variables = manager.restore(step, args=ocp.args.Composite(
-            variables=ocp.args.StandardRestore(target))).variables
-    except Exception as error:
-        raise CheckpointError(f"checkpoint {where} does not hold a readable {config} network "
-                              f"({_one_line(error)})") from None
+            raise CheckpointError(f"checkpoint {path} has format version {version}, newer than this code reads "
+                                  f"(up to {AUX_FORMAT_VERSION}): the checkpoint format changed; upgrade othello-jax")
+        net = make_network(size, config)
+        device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+        try:
+            shapes = jax.eval_shape(lambda k: init_variables(net, k, size), jax.random.PRNGKey(0))
+        except Exception as error:  # a network config this code cannot build
+            raise NotACheckpoint(path, f"{where} names a network this code cannot build: "
+                                       f"{_damage(error, path)}") from None
+        target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), dict(shapes))
+        target.setdefault("batch_stats", {})
+        try:
+            variables = manager.restore(step, args=ocp.args.Composite(
+                variables=ocp.args.StandardRestore(target))).variables
+        except Exception as error:
+            raise NotACheckpoint(path, f"{where} is damaged: "
+                                       f"{_damage(error, path)}") from None
     finally:
         manager.close()
     return config, dict(variables), size

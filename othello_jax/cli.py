@@ -4,7 +4,7 @@ A command module exposes ``main(argv: list[str]) -> int``. Register it in ``COMM
 one-line summary; it is imported only when run, so the CLI starts fast. Every command runs under
 :func:`~othello_jax.commands.command.run_command`: bad input is one line and exit 2, a bug one
 line naming its traceback file and exit 1 (a module's ``traceback_dir(argv)``, if it has one,
-says where that file goes). Compiled programs are kept between runs (:func:`compilation_cache_dir`).
+says where that file goes). Compiled programs are kept between runs (:func:`use_compilation_cache`).
 ``--debug`` anywhere on the command line (or ``OTHELLO_JAX_DEBUG=1``)
 prints the traceback as well. The benchmarks are not commands: they run from a source checkout
 as ``python -m experiments.bench_env`` (and ``bench_selfplay``, ``bench_solver``, ...).
@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import platform
 import sys
 from collections.abc import Mapping
+from importlib import metadata
 from pathlib import Path
 
 from othello_jax.commands.command import DEBUG_FLAG, run_command
@@ -64,9 +66,36 @@ def compilation_cache_dir(environ: Mapping[str, str]) -> Path | None:
     return path
 
 
+def use_compilation_cache(environ: Mapping[str, str] = os.environ) -> Path | None:
+    """Turn on jax's persistent compilation cache where compilation_cache_dir says (call it before
+    the first compile), so a second run, a command's or a notebook's, skips most compiling.
+    Returns the directory in use (JAX_COMPILATION_CACHE_DIR's when that is set), None where off."""
+    if environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return Path(environ["JAX_COMPILATION_CACHE_DIR"])  # jax reads it itself
+    cache = compilation_cache_dir(environ)
+    if cache is not None:
+        import jax  # only here: `--help` and unknown commands start without it
+
+        jax.config.update("jax_compilation_cache_dir", str(cache))
+    return cache
+
+
+def version_line() -> str:
+    """``othello-jax 0.1.0 (jax ..., flax ..., mctx ..., orbax-checkpoint ..., Python ...)``: the
+    installed versions, read from the packages' metadata (nothing imported, so it is instant)."""
+    def version(distribution: str) -> str:
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    libraries = ", ".join(f"{name} {version(name)}" for name in ("jax", "jaxlib", "flax", "mctx", "orbax-checkpoint"))
+    return f"othello-jax {version('othello-jax')} ({libraries}, Python {platform.python_version()})"
+
+
 def _usage() -> str:
     width = max(len(name) for name in COMMANDS)
-    lines = ["usage: othello-jax COMMAND [options]", "", "commands:"]
+    lines = ["usage: othello-jax COMMAND [options]", "       othello-jax --version", "", "commands:"]
     lines += [f"  {name:<{width}}  {summary}" for name, (_, summary) in sorted(COMMANDS.items())]
     lines.append("\nRun `othello-jax COMMAND --help` for a command's options.")
     return "\n".join(lines)
@@ -79,15 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0
+    if argv[0] == "--version":
+        print(version_line())
+        return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         print(f"othello-jax: unknown command {name!r}; choose from {', '.join(sorted(COMMANDS))}", file=sys.stderr)
         return 2
-    cache = compilation_cache_dir(os.environ)
-    if cache is not None:
-        import jax  # only for a command that runs: `--help` and unknown commands start without it
-
-        jax.config.update("jax_compilation_cache_dir", str(cache))
+    use_compilation_cache(os.environ)  # only for a command that runs: `--help` starts without jax
     module = importlib.import_module(COMMANDS[name][0])
     return run_command(name, module.main, rest, log_dir=getattr(module, "traceback_dir", None), debug=debug)
 

@@ -4,10 +4,11 @@ project's code, never a traceback from inside JAX or another library, and never 
 
 Covered: squares, transcripts (parsed and replayed), board strings, GTP command lines (the text
 layer, the engine's ``handle`` and ``serve`` fed random conversations), agent specs (parsed and
-built), ``othello-jax train`` overrides (``--config.x=...``) and stage strings (with
-``check_config``). Nothing here compiles per example: the agents the specs build are never run,
-networks are initialised once per seed (cached), and the GTP engine's agent is jitted once per
-board size. Engine commands (``gtp:cmd=...``) never start a process: ``Popen`` is stubbed.
+built), ``othello-jax train`` overrides (``--config.x=...``), config references (``--config=NAME``
+or a path, with ``:ARG``) and stage strings (with ``check_config``). Nothing here compiles per
+example: the agents the specs build are never run, networks are initialised once per seed
+(cached), and the GTP engine's agent is jitted once per board size. Engine commands
+(``gtp:cmd=...``) never start a process: ``Popen`` is stubbed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import functools
 import io
 import math
+import os
 import re
 import signal
 import string
@@ -35,6 +37,8 @@ from othello_jax.agents import AgentSpecError, neural, parse_agent, parse_spec
 from othello_jax.agents import gtp as gtp_module
 from othello_jax.agents.gtp_protocol import GtpError, parse_color, parse_command, parse_vertex
 from othello_jax.commands import train as train_command
+from othello_jax.commands.configs import resolve_config
+from othello_jax.errors import InputError
 from othello_jax.game import (
     NotationError,
     Othello,
@@ -413,6 +417,35 @@ def test_train_overrides_parse_or_fail_cleanly(offline_builders, overrides):
         config, workdir = parsed
         assert workdir == "/nonexistent/fuzz"
         expect_clean(lambda: check_config(config))
+
+
+CONFIG_REFERENCES = st.one_of(
+    st.builds(lambda base, suffix, arg: base + suffix + arg,
+              st.sampled_from(["othello6_cpu", "tiny_test", "supervised", "nosuch", "", ".", "..", "/", "~",
+                               "experiments/configs/tiny_test", "elsewhere/configs/tiny_test", "__init__", "_x",
+                               "othello6_cpu/", "/nonexistent/x", TINY_CONFIG, str(REPO / "experiments")]),
+              st.sampled_from(["", ".py", ".PY", ".txt", ".py.py"]),
+              st.sampled_from(["", ":", ":cpu", "::", ":" + LONG_DIGITS])),
+    ODD_TEXT,
+)
+
+
+@FAST
+@given(CONFIG_REFERENCES)
+@example("supervised.py:cpu")
+@example("\0")
+def test_config_references_resolve_or_fail_cleanly(reference):
+    """``--config=REFERENCE``: a file path (kept), a shipped config's name (its file, with the
+    ``:ARG`` kept), or one line naming the shipped configs."""
+    resolved = expect_clean(lambda: resolve_config(reference), InputError)
+    if resolved is None:
+        with pytest.raises(InputError, match="tiny_test"):
+            resolve_config(reference)
+        return
+    base, _, argument = resolved.partition(":")
+    assert Path(base).is_file() and argument == reference.partition(":")[2]
+    if not Path(os.path.expanduser(reference.partition(":")[0])).is_file():  # by name: a shipped config
+        assert Path(base).parent == REPO / "experiments" / "configs" and Path(base).suffix == ".py"
 
 
 STAGE_KEYS = st.one_of(st.sampled_from(config_keys()), st.sampled_from(["nope", "search.nope", "search", ""]))

@@ -54,7 +54,8 @@ def test_bad_network_files_give_one_line_errors(tmp_path, capsys):
     assert export_network.main(["--checkpoint=/no/such/run", f"--out={tmp_path / 'x.msgpack'}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"othello-jax export-network: error: --out must end in .msgpack, got '{tmp_path / 'x.npz'}'",
-                   "othello-jax export-network: error: checkpoint path /no/such/run does not exist"]
+                   "othello-jax export-network: error: checkpoint path /no/such/run does not exist; pass a training "
+                   "workdir, WORKDIR/best, a .msgpack file or builtin:6x6|8x8|8x8-large"]
     assert not (tmp_path / "x.msgpack").exists()
 
 

@@ -4,9 +4,9 @@
     othello-jax accuracy --checkpoint=runs/o8/best --positions=50000 --json
 
 Held-out positions are the de-duplicated (position, move) pairs of the WThor games from
-``--test-from-year`` on (built once and cached). The network's prediction is its
-highest-scoring legal move; top-3 counts the expert move among its three best. Works for any
-checkpoint that ``othello_jax.checkpoint.load_agent_variables`` reads (supervised or self-play).
+--test-from-year on (built once and cached). The network's prediction is its highest-scoring
+legal move; top-3 counts the expert move among its three best. Works for any 8x8 checkpoint
+(supervised or self-play, a training workdir, a .msgpack file, builtin:8x8).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from othello_jax.commands.command import add_json_flag, failure, make_parser, print_json
+from othello_jax.commands.command import add_checkpoint_argument, add_json_flag, failure, make_parser, print_json
 from othello_jax.errors import InputError
 
 DEFAULT_WTHOR = os.environ.get("OTHELLO_JAX_WTHOR", "../shared/data/wthor")
@@ -26,8 +26,7 @@ DEFAULT_CACHE = "~/.cache/othello-jax"
 
 def build_parser() -> argparse.ArgumentParser:
     parser = make_parser("accuracy", __doc__)
-    parser.add_argument("--checkpoint", required=True,
-                        help="a training workdir (latest checkpoint), WORKDIR/best, or one step directory")
+    add_checkpoint_argument(parser, required=True)
     parser.add_argument("--wthor", default=DEFAULT_WTHOR,
                         help=f"WThor directory with WTH_YYYY.wtb files "
                              f"(default {DEFAULT_WTHOR}; env OTHELLO_JAX_WTHOR)")

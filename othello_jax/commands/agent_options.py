@@ -1,7 +1,7 @@
-"""Command-line options naming the opponent: ``--checkpoint`` (a trained network plus search)
-or ``--agent`` (any agent spec), shared by `play`, `engine` and `analyze`; and the players'
-exact endgames: `play`, `engine` and the play notebook solve the last empties exactly by default
-(``--solve=E``, ``--no-solve``; see :func:`with_endgame_solve`)."""
+"""Command-line options naming the opponent: --checkpoint (a trained network plus search) or
+--agent (any agent spec), shared by `play`, `engine`, `analyze`, `testset` and
+`endgame-accuracy`; and the players' exact endgames: `play`, `engine` and the play notebook solve
+the last empties exactly by default (--solve=E, --no-solve; see with_endgame_solve)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from othello_jax.commands.command import add_checkpoint_argument
 from othello_jax.errors import InputError
 from othello_jax.game import SIZES, Othello, State
 
@@ -59,11 +60,11 @@ class Player(NamedTuple):
 
 def add_arguments(parser: argparse.ArgumentParser, spec_agents: bool = True, endgame: bool = False) -> None:
     """The opponent's options; ``endgame`` adds ``--solve``/``--no-solve`` (the players, not `analyze`)."""
-    parser.add_argument("--checkpoint", help="trained network: a training workdir, WORKDIR/best, or one "
-                                             "step directory (WORKDIR/checkpoints/40)")
+    add_checkpoint_argument(parser)
     if spec_agents:
         parser.add_argument("--agent", help="any agent spec instead of a checkpoint, e.g. random, greedy, "
-                                            "alphabeta:3 (see `othello-jax eval --help`)")
+                                            "alphabeta:3, net:ckpt=CHECKPOINT,sims=64 (CHECKPOINT as for "
+                                            "--checkpoint; see `othello-jax eval --help`)")
     parser.add_argument("--sims", type=int, default=PLAYING_SIMULATIONS,
                         help=f"search simulations per move (default {PLAYING_SIMULATIONS})")
     parser.add_argument("--search", default="gumbel", help="search variant: gumbel or puct (default gumbel)")

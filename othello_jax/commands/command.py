@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from othello_jax.errors import InputError
+from othello_jax.pretrained import checkpoint_forms
 
 EXIT_BUG = 1
 EXIT_BAD_INPUT = 2
@@ -36,6 +37,14 @@ def make_parser(name: str, doc: str | None) -> argparse.ArgumentParser:
     """The parser of `othello-jax NAME`; ``--help`` shows the module's ``doc`` as written (its examples)."""
     return argparse.ArgumentParser(prog=f"othello-jax {name}", description=doc,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_checkpoint_argument(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    """``--checkpoint``: a trained network in any form the loader reads, named in its help."""
+    parser.add_argument("--checkpoint", required=required,
+                        help=f"trained network: {checkpoint_forms()}, or one step directory "
+                             "(WORKDIR/checkpoints/40); a workdir means its latest checkpoint, builtin:NAME a "
+                             "network shipped with the package")
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:

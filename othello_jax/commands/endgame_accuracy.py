@@ -4,8 +4,8 @@
     othello-jax endgame-accuracy --checkpoint runs/othello8 --opponent random \\
         --openings ../shared/data/xot/openingslarge.txt
 
-The agent plays games (against itself, or against ``--opponent``) from random starts or from
-an openings file; every one of its moves with at most ``--empties`` empty squares left is
+The agent plays games (against itself, or against --opponent) from random starts or from
+an openings file; every one of its moves with at most --empties empty squares left is
 solved before and after, and the fraction of moves keeping the game-theoretic result, the
 fraction of optimal moves and the mean disc loss are reported.
 """

@@ -6,7 +6,8 @@
 The file holds the network's variables, its config and board size, and provenance (the
 checkpoint it came from, the training command given with --command, scores given with --note),
 so it plays anywhere `--checkpoint=` or `net:ckpt=` is accepted, with any orbax version, or
-none. The networks shipped with the package (``builtin:6x6``) were made this way.
+none. The networks shipped with the package (builtin:6x6, builtin:8x8, builtin:8x8-large) were
+made this way.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import argparse
 import subprocess
 from pathlib import Path
 
-from othello_jax.commands.command import failure, make_parser
+from othello_jax.commands.command import add_checkpoint_argument, failure, make_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = make_parser("export-network", __doc__)
-    parser.add_argument("--checkpoint", required=True, help="training workdir, WORKDIR/best or a step directory")
+    add_checkpoint_argument(parser, required=True)
     parser.add_argument("--out", required=True, help="output file, ending in .msgpack")
     parser.add_argument("--command", default="", help="the command that trained it (kept as provenance)")
     parser.add_argument("--note", default="", help="free text kept as provenance (e.g. measured scores)")

@@ -3,13 +3,13 @@
     othello-jax make-labels --source=offdist --per-band=8-12:40,13-16:30 --out=/tmp/offdist.npz
     othello-jax make-labels --source="selfplay:net:ckpt=builtin:6x6,sims=16" --out=/tmp/self.npz --workers=2
 
-Positions come from the network's own self-play (``selfplay:AGENT_SPEC``, the first
-``--sample-plies`` plies sampled) or from mixed random, greedy and alpha-beta play (``offdist``),
-``--per-band`` of them per band of empty squares; every legal move is solved (C solver in
-``--workers`` processes, solved positions kept in ``--cache``), and ~20% of the games are held
-out (``split == "test"``). ``--train-solve=targets`` solves training rows only as far as
+Positions come from the network's own self-play (selfplay:AGENT_SPEC, the first
+--sample-plies plies sampled) or from mixed random, greedy and alpha-beta play (offdist),
+--per-band of them per band of empty squares; every legal move is solved (C solver in
+--workers processes, solved positions kept in --cache), and ~20% of the games are held
+out (split == "test"). --train-solve=targets solves training rows only as far as
 supervised learning needs (value and optimal moves), held-out rows in full. Prints what each
-band cost to solve. The same options give the same file, byte for byte, whatever ``--workers``;
+band cost to solve. The same options give the same file, byte for byte, whatever --workers;
 `othello-jax testset --file=FILE` scores an agent on it (its held-out rows, and training rows
 solved in full).
 """

@@ -1,13 +1,15 @@
 """`othello-jax play`: a game against an agent in the terminal.
 
-Type a square (``d3``) to move, ``pass`` when you have no legal move, ``undo`` to take back your
-last move (and the agent's reply), ``hint`` for the legal moves (against a checkpoint also what
-its search thinks of your position), ``quit`` to stop. The board is redrawn after every move,
-the agent's value estimate and most visited moves follow each of its moves, and the game record
-is printed at the end. Reads standard input, so piped moves work too. The agent plays the last
-empty squares perfectly with the C solver (how many: ``--solve=E``; ``--no-solve`` turns it off).
+Type a square (d3) to move, pass when you have no legal move, undo to take back your last move
+(and the agent's reply), hint for the legal moves (against a checkpoint also what its search
+thinks of your position), quit to stop. The board is redrawn after every move, the agent's
+value estimate and most visited moves follow each of its moves, and the game record is printed
+at the end. Reads standard input, so piped moves work too. The agent plays the last empty
+squares perfectly with the C solver (how many: --solve=E; --no-solve turns it off).
+Exit status 0 when the game ends, when you quit and when the input ends; 2 on bad options.
 
-    othello-jax play --checkpoint=runs/othello8/best --sims=200 --color=white
+    othello-jax play --checkpoint=builtin:8x8 --color=white
+    othello-jax play --checkpoint=runs/othello8/best --sims=200
     othello-jax play --agent=alphabeta:depth=3 --size=6 --moves=c4
 """
 
@@ -146,10 +148,10 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         hint = lambda session: format_analysis(player.analyzer.analyze(session.state, jax.random.PRNGKey(args.seed)))
     agent = player.make_agent(game)
     try:
-        completed = play_game(session, agent, 0 if color[0] == "b" else 1, jax.random.PRNGKey(args.seed),
-                              stdin, stdout, player.commentary, hint)
+        play_game(session, agent, 0 if color[0] == "b" else 1, jax.random.PRNGKey(args.seed),
+                  stdin, stdout, player.commentary, hint)
     finally:
         if getattr(agent, "close", None) is not None:
             agent.close()  # e.g. an external engine process
     finish(session, stdout)
-    return 0 if completed else 1
+    return 0  # stopping early (quit, end of input) is no error: 1 means a bug, 2 bad input

@@ -8,7 +8,7 @@ The agent picks a move in every test position (one batched call, no solving): th
 optimal moves (95% Wilson interval) and the mean disc loss per move (95% normal interval),
 by band of empty squares (the packaged set's three, and more for a file with positions
 outside 12-24 empties). Positions with one legal move, or whose moves all have the same
-value, do not count. Make the file with `othello-jax make-testset`.
+value, do not count. Make a set of your own with `othello-jax make-testset` (then --file=testset6.npz).
 """
 
 from __future__ import annotations
@@ -47,11 +47,15 @@ def main(argv: list[str]) -> int:
         return fail(str(error))
     if args.size and args.size != testset.size:
         return fail(f"the test set is {testset.size}x{testset.size}, not --size={args.size}")
-    args.size = testset.size
     if args.batch < 0:
         return fail(f"--batch must be >= 0, got {args.batch}")
+    if not args.checkpoint:
+        args.size = testset.size  # an agent spec plays any size: the test set's (a network knows its own)
     try:
         player = agent_options.build(args)
+        if testset.size not in player.sizes:
+            return fail(f"the checkpoint plays {player.size}x{player.size}; the test set is "
+                        f"{testset.size}x{testset.size}")
         agent = player.make_agent(Othello(testset.size))
     except InputError as error:
         return fail(str(error))

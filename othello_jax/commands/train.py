@@ -1,26 +1,27 @@
-"""`othello-jax train --config=FILE --workdir=DIR [--config.section.key=value ...]`: train or resume a run.
+"""`othello-jax train --config=NAME|FILE --workdir=DIR [--config.section.key=value ...]`: train or resume a run.
 
-The config file is an ml_collections file with ``get_config()`` (see ``experiments/configs/``);
-any setting can be overridden on the command line, e.g. ``--config.search.variant=puct``.
-Running the same command again resumes from the workdir's last checkpoint.
+--config names a shipped config (listed below; they live in experiments/configs/, installed
+beside the package) or a config file of your own: an ml_collections file with get_config(). Any
+setting can be overridden on the command line, e.g. --config.search.variant=puct. Running the
+same command again resumes from the workdir's last checkpoint. --config.init_network=CHECKPOINT
+starts a fresh run from a trained network (any form --checkpoint takes in `othello-jax play`).
 
-Exit status: 0 when the run is complete (or ``max_minutes`` ran out), 2 on bad input or a
-storage fault (one line on stderr), 75 (``EX_TEMPFAIL``) when a SIGTERM or SIGINT stopped it
-after a checkpoint (run the same command again to resume), 130 when a second signal aborted it,
-1 on a bug (one line on stderr; the traceback is appended to ``WORKDIR/errors.log``, and the run
-resumes from its last checkpoint like any other).
+Exit status: 0 when the run is complete (or max_minutes ran out), 2 on bad input or a storage
+fault (one line on stderr), 75 (EX_TEMPFAIL) when a SIGTERM or SIGINT stopped it after a
+checkpoint (run the same command again to resume), 130 when a second signal aborted it, 1 on a
+bug (one line on stderr; the traceback is appended to WORKDIR/errors.log, and the run resumes
+from its last checkpoint like any other).
 
 Every core busy on CPU: unless told otherwise, the command asks JAX for one CPU host device per
-usable core (:func:`host_devices`), so the self-play games and the training batch are split
-over the cores in lanes, one lane per device (XLA:CPU runs most of an iteration's small ops on
-one thread; see ``experiments/bench_cores.py``). Results depend on the lane count, never on
-the device count, so a fixed seed learns exactly what a one-device run with
-``--config.replay.lanes=N`` learns. A run resumes with the lanes of its checkpoint, whatever the
-cores: a run started before this default (one lane) resumes on one lane. ``JAX_NUM_CPU_DEVICES``
-(or ``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``) overrides the choice;
-``JAX_NUM_CPU_DEVICES=1`` turns the split off.
+usable core (host_devices), so the self-play games and the training batch are split over the
+cores in lanes, one lane per device (XLA:CPU runs most of an iteration's small ops on one
+thread; see experiments/bench_cores.py). Results depend on the lane count, never on the device
+count, so a fixed seed learns exactly what a one-device run with --config.replay.lanes=N
+learns. A run resumes with the lanes of its checkpoint, whatever the cores: a run started before
+this default (one lane) resumes on one lane. JAX_NUM_CPU_DEVICES (or
+--xla_force_host_platform_device_count in XLA_FLAGS) overrides the choice; JAX_NUM_CPU_DEVICES=1
+turns the split off.
 """
-
 from __future__ import annotations
 
 import os
@@ -32,20 +33,16 @@ from absl import flags
 from ml_collections import config_flags
 
 from othello_jax.commands.command import failure, run_command
+from othello_jax.commands.configs import config_list, config_summary, resolve_config_args, shipped_configs
 from othello_jax.errors import InputError
 from othello_jax.training.retired import check_overrides, retired_error, retired_in_message
 
 EXIT_INTERRUPTED = 75  # EX_TEMPFAIL: stopped early and checkpointed; try again later to resume
-USAGE = "usage: othello-jax train --config=experiments/configs/othello6_cpu.py --workdir=DIR [--config.x.y=VALUE ...]"
 
 
 def parse(argv: list[str]):
     """(config, workdir) from command-line arguments; raises ``InputError`` with a one-line message."""
-    for i, arg in enumerate(argv):
-        path = arg[len("--config="):] if arg.startswith("--config=") else (
-            argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None)
-        if path is not None and not Path(path.split(":")[0]).is_file():
-            raise InputError(f"config file {path} not found")
+    argv = resolve_config_args(argv)
     check_overrides(argv)
     values = flags.FlagValues()
     config_flag = config_flags.DEFINE_config_file("config", None, "training config file (get_config())",
@@ -63,7 +60,7 @@ def parse(argv: list[str]):
     except (TypeError, ValueError) as error:
         raise InputError(f"bad --config override: {str(error).splitlines()[0]}") from None
     if config_flag.value is None:
-        raise InputError("--config=FILE is required")
+        raise InputError(f"--config=NAME|FILE is required; shipped configs: {', '.join(shipped_configs())}")
     if not workdir_flag.value:
         raise InputError("--workdir=DIR is required")
     return config_flag.value, workdir_flag.value
@@ -147,11 +144,23 @@ def use_host_devices(count: int) -> bool:
     return True
 
 
+def print_help(argv: list[str]) -> int:
+    """The usage, this module's doc and the shipped configs; with --config=REFERENCE also the file
+    it names and that config's own description (one line and exit 2 for an unknown name)."""
+    named = [Path(arg[len("--config="):].partition(":")[0])
+             for arg in resolve_config_args(argv) if arg.startswith("--config=")]
+    print(__doc__.strip())
+    print()
+    print("shipped configs (--config=NAME):")
+    print(config_list())
+    for path in named:
+        print(f"\n--config={path}: {config_summary(path, width=1000)}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help", "help") for a in argv):
-        print(USAGE)
-        print(__doc__)
-        return 0
+        return print_help(argv)
     from othello_jax.training.loop import TrainingInterrupted, run
 
     try:

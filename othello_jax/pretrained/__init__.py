@@ -4,9 +4,12 @@ A portable network file is flax msgpack of ``{"meta": JSON text, "variables": {"
 "batch_stats"}}``: no orbax directory, so any flax version reads it. ``meta`` holds the format
 version, the board size, the network config and free-form provenance (the command that trained
 it, the commit, its measured scores). ``builtin:NAME`` names a file shipped in this package
-(``builtin:6x6``); :func:`resolve` turns either form into a path.
+(``builtin:6x6``); :func:`resolve` turns either form into a path. A file whose variables are not
+those of the network its meta names (another architecture or board size) is refused when loaded.
 
-Made by ``othello-jax export-network --checkpoint=WORKDIR --out=FILE.msgpack``.
+Made by ``othello-jax export-network --checkpoint=WORKDIR --out=FILE.msgpack``. JAX, flax and
+the model are imported by the functions that read and write files, so the commands' --help
+(which names the shipped networks) starts without them.
 """
 
 from __future__ import annotations
@@ -14,14 +17,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
-
-import jax
-import numpy as np
-from flax import serialization
+from typing import TYPE_CHECKING, Any
 
 from othello_jax.errors import InputError
-from othello_jax.model import NetworkConfig
+
+if TYPE_CHECKING:
+    from othello_jax.model import NetworkConfig
 
 PORTABLE_FORMAT = 1
 SUFFIX = ".msgpack"
@@ -36,6 +37,13 @@ class PortableNetworkError(InputError):
 def builtin_names() -> list[str]:
     """Names of the networks shipped with the package (``builtin:NAME``)."""
     return sorted(path.stem for path in BUILTIN_DIR.glob(f"*{SUFFIX}"))
+
+
+def checkpoint_forms() -> str:
+    """What a command's ``--checkpoint`` (and ``net:ckpt=``) accepts, as one phrase for help texts
+    and error messages."""
+    builtins = "|".join(builtin_names())
+    return f"a training workdir, WORKDIR/best, a {SUFFIX} file" + (f" or builtin:{builtins}" if builtins else "")
 
 
 def is_portable(reference: str | Path) -> bool:
@@ -67,6 +75,10 @@ def save(path: str | Path, network: NetworkConfig, variables: dict, board_size: 
         raise PortableNetworkError(f"a portable network file ends in {SUFFIX}, got {path.name!r}")
     meta = dict(format=PORTABLE_FORMAT, board_size=int(board_size), network=dataclasses.asdict(network),
                 provenance=dict(provenance or {}))
+    import jax
+    import numpy as np
+    from flax import serialization
+
     arrays = jax.tree.map(np.asarray, {"params": variables["params"], "batch_stats": variables.get("batch_stats", {})})
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(serialization.msgpack_serialize({"meta": json.dumps(meta), "variables": arrays}))
@@ -80,27 +92,71 @@ def read_meta(reference: str | Path) -> dict:
 
 def load(reference: str | Path) -> tuple[NetworkConfig, dict, int, dict]:
     """``(network config, {'params', 'batch_stats'}, board size, meta)`` of a portable file or ``builtin:NAME``."""
+    import jax
+
+    from othello_jax.model import NetworkConfig
+
     path = resolve(reference)
     meta, variables = _read(path)
+    variables.setdefault("batch_stats", {})
     try:
         config = NetworkConfig(**meta["network"])
         size = int(meta["board_size"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise PortableNetworkError(f"network file {path} has an unreadable network config ({error})") from None
-    variables = jax.tree.map(jax.numpy.asarray, variables)
-    variables.setdefault("batch_stats", {})
-    return config, dict(variables), size, meta
+        mismatch = variables_mismatch(config, size, variables)
+    except Exception as error:  # a config this code cannot build: flax and jax raise many kinds
+        raise PortableNetworkError(f"network file {path} has an unreadable network config "
+                                   f"({_first_line(error)})") from None
+    if mismatch:
+        raise PortableNetworkError(f"network file {path} does not hold the {size}x{size} network its meta names "
+                                   f"({mismatch})")
+    return config, dict(jax.tree.map(jax.numpy.asarray, variables)), size, meta
+
+
+def variables_mismatch(config: NetworkConfig, board_size: int, variables: dict) -> str:
+    """The first difference between ``variables`` and those of ``config`` on a ``board_size`` board
+    (a missing, extra or differently shaped array, by its path), or "" when they match."""
+    import jax
+    import numpy as np
+
+    from othello_jax.model import init_variables, make_network
+
+    wanted = jax.eval_shape(lambda key: init_variables(make_network(board_size, config), key, board_size),
+                            jax.random.PRNGKey(0))
+    shapes = lambda tree: {jax.tree_util.keystr(path, simple=True, separator="/"): tuple(np.shape(leaf))
+                           for path, leaf in jax.tree_util.tree_leaves_with_path(tree)}
+    expected, found = shapes({"params": wanted["params"], "batch_stats": wanted.get("batch_stats", {})}), shapes(
+        {"params": variables.get("params", {}), "batch_stats": variables.get("batch_stats", {})})
+    for name in sorted(expected.keys() | found.keys()):
+        if name not in found:
+            return f"{name} is missing"
+        if name not in expected:
+            return f"{name} is not part of that network"
+        if expected[name] != found[name]:
+            return f"{name} has shape {found[name]}, not {expected[name]}"
+    return ""
 
 
 def _read(path: Path) -> tuple[dict, dict]:
+    from flax import serialization
+
     try:
         content = serialization.msgpack_restore(path.read_bytes())
+        if not isinstance(content, dict) or not {"meta", "variables"} <= content.keys():
+            raise ValueError("msgpack without the 'meta' and 'variables' of an othello-jax network")
         meta = json.loads(content["meta"])
         variables = content["variables"]
+        if not isinstance(meta, dict) or not isinstance(variables, dict):
+            raise ValueError("its meta or variables are not mappings")
     except Exception as error:  # msgpack, JSON or layout errors all mean "not a network file"
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise PortableNetworkError(f"{path} is not a portable network file ({first})") from None
+        raise PortableNetworkError(f"{path} is not a portable network file ({_first_line(error)})") from None
     version = meta.get("format")
     if version != PORTABLE_FORMAT:
         raise PortableNetworkError(f"{path} has portable format {version!r}; this code reads format {PORTABLE_FORMAT}")
     return meta, dict(variables)
+
+
+def _first_line(error: BaseException, limit: int = 120) -> str:
+    """An error's first line, cut to ``limit`` characters (its type's name when it has no text)."""
+    text = str(error).strip()
+    line = text.splitlines()[0] if text else type(error).__name__
+    return line if len(line) <= limit else line[:limit - 3] + "..."
