@@ -106,6 +106,26 @@ def test_train_help_with_a_config_names_its_file(capsys):
     assert f"--config={CONFIGS / 'othello6_cpu.py'}: {_first_sentence(CONFIGS / 'othello6_cpu.py')}" in out
 
 
+def test_train_supervised_takes_config_names_through_the_same_resolver(tmp_path):
+    """`python -m experiments.train_supervised --config=supervised:cpu` from outside the checkout:
+    the named config loads (its run then stops at the WThor directory given), an unknown name is
+    one line listing the names."""
+    def supervised(config: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "experiments.train_supervised", f"--config={config}",
+                               f"--workdir={tmp_path / 'run'}", "--config.data.wthor_dir=/nonexistent/wthor"],
+                              cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+                              text=True, timeout=300)
+
+    named = supervised("supervised:cpu")
+    assert named.returncode == 2 and named.stderr == (
+        "train_supervised: WThor database not found at /nonexistent/wthor; set --config.data.wthor_dir\n")
+    unknown = supervised("supervized")
+    assert unknown.returncode == 2 and unknown.stderr == (
+        f"train_supervised: no shipped config named 'supervized'; give a config file or a shipped config's name: "
+        f"{', '.join(SHIPPED)}\n")
+    assert not (tmp_path / "run").exists()
+
+
 def _build_wheel(out: Path) -> Path:
     """A wheel of the project, built from a copy of its sources (the checkout gets no build/ or
     egg-info), offline when the environment's setuptools can build it, else in pip's isolated
