@@ -72,7 +72,7 @@ def small_match(shared_data) -> tuple[MatchResult, list[list[int]], Agent, Agent
     first, second = parse_agent("greedy", game), parse_agent("random", game)
     calls = []
     result = play_match(game, first, second, lines, jax.random.PRNGKey(4), batch_size=5,
-                        progress=lambda done, total: calls.append((done, total)))
+                        progress=lambda done: calls.append((done.games, done.total)))
     return result, lines, first, second, calls
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from othello_jax.commands.command import add_checkpoint_argument, add_json_flag, failure, make_parser, print_json
 from othello_jax.errors import InputError
+from othello_jax.notices import compiling_then
 
 DEFAULT_WTHOR = os.environ.get("OTHELLO_JAX_WTHOR", "../shared/data/wthor")
 DEFAULT_CACHE = "~/.cache/othello-jax"
@@ -71,6 +72,8 @@ def main(argv: list[str]) -> int:
     if rows.size == 0:
         return fail(f"no held-out games from {args.test_from_year} on in {args.wthor}")
     net = make_network(size, network_config)
+    print(compiling_then(f"ranking the expert moves of {rows.size} positions", "the network") + "...",
+          file=sys.stderr, flush=True)
     started = time.time()
     rank = move_prediction.ranks(move_prediction.network_policy(net), variables, rows, args.batch_size, progress)
     result = move_prediction.summarize(rank, rows)

@@ -22,6 +22,7 @@ from othello_jax.commands import agent_options
 from othello_jax.commands.command import add_json_flag, failure, make_parser, print_json
 from othello_jax.errors import InputError
 from othello_jax.game import Othello
+from othello_jax.notices import compiling_then
 from othello_jax.solver import BACKENDS, resolve_backend
 from othello_jax.solver.move_checks import (
     collect_moves,
@@ -87,8 +88,8 @@ def main(argv: list[str]) -> int:
         print(f"note: no C compiler, so the JAX solver judges the moves; {args.empties} empties may be slow",
               file=sys.stderr)
     begin = time.time()
-    print(f"playing {args.games} games ({player.name}{' vs ' + args.opponent if opponent else ', both sides'}) ...",
-          file=sys.stderr)
+    print(compiling_then(f"playing {args.games} games ({player.name}"
+                         f"{' vs ' + args.opponent if opponent else ', both sides'}) ..."), file=sys.stderr)
     try:
         states, actions = collect_moves(_act(agent), starts, game, args.empties, key,
                                         None if opponent is None else _act(opponent))

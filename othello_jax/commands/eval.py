@@ -4,17 +4,24 @@
     othello-jax eval --black="net:ckpt=runs/o8,sims=64" --white='gtp:cmd="edax -gtp -l 4"' \\
         --games=100 --openings=../shared/data/xot/openingslarge.txt --save-games=games.txt
 
-``--black`` names the first player (black in the first game of every opening, white in the
-second). Agent specs are described in :func:`othello_jax.agents.parse_agent`.
+--black names the first player (black in the first game of every opening, white in the
+second). Agent specs: see the --black help below.
 
-Against ``perfect`` (6x6) the other agent is also judged: disc loss per game against the exact
+The match is played a batch of openings at a time, with a line as each batch ends (games over,
+the first player's score so far, the time), about ten lines in all; --batch=N plays N openings
+at a time instead. With --json the result is one JSON line on standard output and every other
+line goes to standard error.
+
+Against perfect (6x6) the other agent is also judged: disc loss per game against the exact
 value of each opening, the share of games keeping the game-theoretic outcome, and its share
-of optimal moves by empty squares (``--random-plies=0`` plays from the start position).
+of optimal moves by empty squares (--random-plies=0 plays from the start position).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import sys
 
 import jax
 
@@ -22,12 +29,20 @@ from othello_jax.agents import parse_agent
 from othello_jax.agents.gtp import EngineError
 from othello_jax.agents.perfect import solved_positions
 from othello_jax.agents.specs import parse_spec
-from othello_jax.commands.command import failure, make_parser
+from othello_jax.commands.command import add_json_flag, failure, make_parser, print_json
 from othello_jax.errors import InputError
-from othello_jax.evaluation.arena import ArenaError, format_summary, match_openings, play_match
+from othello_jax.evaluation.arena import (
+    ArenaError,
+    MatchResult,
+    format_summary,
+    match_openings,
+    play_match,
+    progress_batch,
+)
+from othello_jax.evaluation.perfect_play import PerfectPlayReport, judge_match
 from othello_jax.evaluation.perfect_play import format_report as format_perfect
-from othello_jax.evaluation.perfect_play import judge_match
 from othello_jax.game import SIZES, Othello
+from othello_jax.notices import to_stream
 
 SPEC_HELP = ("agent spec: random | greedy | alphabeta:depth=D | mcts:sims=S[,rollouts=R] | "
              "net:ckpt=PATH[,sims=S,search=gumbel|puct,temp=T,traps=0|1] | net:preset=tiny|small|... | "
@@ -46,9 +61,24 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "(default when no --openings: 2/4/6 on 4/6/8 boards)")
     parser.add_argument("--size", type=int, default=8, help="board size 4, 6 or 8 (default 8)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (openings, random agents)")
-    parser.add_argument("--batch", type=int, default=0, help="openings played at a time (default: all)")
+    parser.add_argument("--batch", type=int, default=0,
+                        help="openings played at a time, with a progress line after each batch (default: about "
+                             "a tenth of them, at least 10 on a CPU and 512 on an accelerator)")
     parser.add_argument("--save-games", help="write every game's transcript and result to this file")
+    add_json_flag(parser)
     return parser
+
+
+def json_record(result: MatchResult, perfect_report: PerfectPlayReport | None = None) -> dict:
+    """The match as the --json line: its summary (the first player's view), the Elo difference,
+    the playing and compiling seconds, and the perfect-play judgement where there is one."""
+    summary = result.summary()
+    record = {**dataclasses.asdict(summary), "elo": summary.elo, "elo_interval": list(summary.elo_interval),
+              "seconds": result.seconds, "compile_seconds": result.compile_seconds}
+    if perfect_report is not None:
+        record["perfect_play"] = {"agent": perfect_report.agent, **{
+            side: getattr(perfect_report, side)._asdict() for side in ("all", "black", "white")}}
+    return record
 
 
 def main(argv: list[str]) -> int:
@@ -63,6 +93,7 @@ def main(argv: list[str]) -> int:
         return fail(f"--random-plies must be >= 0, got {args.random_plies}")
     if args.batch < 0:
         return fail(f"--batch must be >= 0, got {args.batch}")
+    say = to_stream(sys.stderr if args.json else sys.stdout)  # the human lines; stdout is the JSON line's
     game = Othello(args.size)
     open_key, play_key = jax.random.split(jax.random.PRNGKey(args.seed))
     try:
@@ -78,23 +109,29 @@ def main(argv: list[str]) -> int:
                 return fail(f"{option}: {error}")
         first, second = agents
         source = args.openings or f"{len(lines[0])}-ply near-even openings"
-        print(f"{args.games} games on {args.size}x{args.size}: {first.name} vs {second.name} ({source})", flush=True)
-        progress = lambda done, total: print(f"  {done}/{total} games", flush=True)
+        say(f"{args.games} games on {args.size}x{args.size}: {first.name} vs {second.name} ({source})")
+        batch = args.batch or progress_batch(len(lines))
+        progress = (lambda done: say("  " + done.line())) if batch < len(lines) else None
         try:
-            result = play_match(game, first, second, lines, play_key, batch_size=args.batch or None,
-                                 progress=progress if args.batch else None)
+            result = play_match(game, first, second, lines, play_key, batch_size=batch, progress=progress, say=say)
         except (ArenaError, EngineError) as error:  # engine failures, illegal moves
             return fail(str(error), code=1)
-        print(format_summary(result.summary(), result.seconds, result.compile_seconds))
+        report = None
         kinds = [parse_spec(spec) for spec in (args.black, args.white)]
         if any(kind == "perfect" for kind, _ in kinds):
             judged_first = kinds[1][0] == "perfect"  # judge the side that is not perfect (the first if both are)
             perfect_options = kinds[1 if judged_first else 0][1]
             positions = solved_positions(game, perfect_options.get("cache"))
-            print(format_perfect(judge_match(result, positions, first=judged_first)))
+            report = judge_match(result, positions, first=judged_first)
+        if args.json:
+            print_json(json_record(result, report))
+        else:
+            print(format_summary(result.summary(), result.seconds, result.compile_seconds))
+            if report is not None:
+                print(format_perfect(report))
         if args.save_games:
             result.save_games(args.save_games)
-            print(f"games saved to {args.save_games}")
+            say(f"games saved to {args.save_games}")
         return 0
     finally:
         for agent in agents:

@@ -23,6 +23,7 @@ from othello_jax.commands.command import add_json_flag, failure, make_parser, pr
 from othello_jax.errors import InputError
 from othello_jax.evaluation.perfect_set import bands_covering, score_agent
 from othello_jax.game import Othello
+from othello_jax.notices import compiling_then, say_while
 from othello_jax.solver import solved_moves as ts
 from othello_jax.solver.move_checks import format_bands
 
@@ -62,7 +63,8 @@ def main(argv: list[str]) -> int:
     act = jax.jit(agent.act) if getattr(agent, "jittable", True) else agent.act
     begin = time.perf_counter()
     try:
-        report = score_agent(act, testset, jax.random.key(args.seed), args.batch, bands_covering(testset.empties))
+        with say_while(compiling_then(f"choosing its moves in {len(testset.empties)} test positions")):
+            report = score_agent(act, testset, jax.random.key(args.seed), args.batch, bands_covering(testset.empties))
     except InputError as error:  # e.g. an external engine that failed
         return fail(str(error))
     seconds = time.perf_counter() - begin

@@ -6,11 +6,14 @@ and every ply, passes included, changes it), so at every ply the first agent mov
 one copy of each opening and the second agent in the other: each agent is called once per ply
 on a batch of M positions, one per opening, with no wasted work. When both agents are
 jittable the whole match is one compiled ``while_loop``; otherwise a host loop calls the agents
-once per ply.
+once per ply. A match can be played a batch of openings at a time (all batches share one
+compiled program), reporting after each batch: ``progress_batch`` is the batch `othello-jax eval`
+reports progress with.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -27,6 +30,7 @@ from othello_jax.agents import Agent
 from othello_jax.errors import InputError
 from othello_jax.evaluation import openings as openings_lib
 from othello_jax.game import BLACK, Othello, State, format_transcript
+from othello_jax.notices import Say, compiling, say_while
 
 
 class ArenaError(RuntimeError):
@@ -144,7 +148,13 @@ def _shapes(tree) -> tuple:
     return (str(structure),) + tuple((np.shape(x), str(getattr(x, "dtype", type(x)))) for x in leaves)
 
 
-def _play_compiled(game: Othello, first: Agent, second: Agent, starts: State, key: jax.Array) -> _Played:
+def _saying(doing: str, say: Say | None, done: str) -> contextlib.AbstractContextManager:
+    """``say_while(doing, say, done)``, or nothing where there is no ``say``."""
+    return say_while(doing, say, done) if say is not None else contextlib.nullcontext()
+
+
+def _play_compiled(game: Othello, first: Agent, second: Agent, starts: State, key: jax.Array,
+                   say: Say | None = None) -> _Played:
     (first_fn, first_params), (second_fn, second_params) = _parametric(first), _parametric(second)
     args = (starts, starts, key, first_params, second_params)
     signature = (game, first_fn, second_fn, _shapes(args))
@@ -153,7 +163,8 @@ def _play_compiled(game: Othello, first: Agent, second: Agent, starts: State, ke
         if len(_EXECUTABLES) >= 16:
             _EXECUTABLES.pop(next(iter(_EXECUTABLES)))
         begin = time.perf_counter()
-        _EXECUTABLES[signature] = _compiled_match(game, first_fn, second_fn).lower(*args).compile()
+        with _saying(compiling(f"the match {first.name} vs {second.name}"), say, "compiled"):
+            _EXECUTABLES[signature] = _compiled_match(game, first_fn, second_fn).lower(*args).compile()
         compile_seconds = time.perf_counter() - begin
     moves, s0, s1, bad_first, bad_second = _EXECUTABLES[signature](*args)
     return _Played(np.asarray(moves), (s0, s1), np.asarray(bad_first), np.asarray(bad_second), compile_seconds)
@@ -165,18 +176,22 @@ def _host_steps(game: Othello) -> tuple[Callable, Callable]:
     return jax.jit(_split), jax.jit(functools.partial(_advance, game))
 
 
-def _play_host(game: Othello, first: Agent, second: Agent, starts: State, key: jax.Array) -> _Played:
-    """Ply by ply from Python (for agents that cannot be traced, such as external engines)."""
+def _play_host(game: Othello, first: Agent, second: Agent, starts: State, key: jax.Array,
+               say: Say | None = None) -> _Played:
+    """Ply by ply from Python (for agents that cannot be traced, such as external engines).
+    ``say``: where to say that the first ply compiles the agents' programs (for agents with any)."""
     split, advance = _host_steps(game)
     s0 = s1 = starts
     columns, bad_first, bad_second = [], False, False
-    for _ in range(max_plies(game)):
+    external = first.start_games is not None and second.start_games is not None  # nothing of ours to compile
+    for ply in range(max_plies(game)):
         if bool(jnp.all(s0.terminal & s1.terminal)):
             break
         key, first_key, second_key = jax.random.split(key, 3)
         for_first, for_second, first_in_0 = split(s0, s1)
-        first_actions = jnp.asarray(first.act(for_first, first_key), jnp.int32)
-        second_actions = jnp.asarray(second.act(for_second, second_key), jnp.int32)
+        with _saying(compiling("the agents' moves"), None if ply or external else say, "compiled"):
+            first_actions = jnp.asarray(first.act(for_first, first_key), jnp.int32)
+            second_actions = jnp.asarray(second.act(for_second, second_key), jnp.int32)
         s0, s1, m0, m1, ill_f, ill_s = advance(s0, s1, first_in_0, first_actions, second_actions)
         columns.append(np.stack([np.asarray(m0), np.asarray(m1)]))
         bad_first, bad_second = bad_first | np.asarray(ill_f), bad_second | np.asarray(ill_s)
@@ -246,6 +261,17 @@ def mean_and_ci(per_pair: np.ndarray) -> tuple[float, float]:
     return mean, 1.96 * float(np.std(per_pair, ddof=1)) / math.sqrt(per_pair.size)
 
 
+def first_disc_diff(black_disc_diff: np.ndarray) -> np.ndarray:
+    """int32[2, M]: black's final disc differences ([2, M], copy 0 with the first agent as black)
+    from the first agent's view."""
+    return black_disc_diff * np.array([[1], [-1]], np.int32)
+
+
+def first_scores(black_disc_diff: np.ndarray) -> np.ndarray:
+    """float[2, M]: 1 win, 0.5 draw, 0 loss for the first agent (see first_disc_diff)."""
+    return (np.sign(first_disc_diff(black_disc_diff)) + 1) / 2.0
+
+
 @dataclasses.dataclass
 class MatchResult:
     """Everything about a finished match; copy 0 of opening i had the first agent as black."""
@@ -262,7 +288,7 @@ class MatchResult:
     @property
     def first_disc_diff(self) -> np.ndarray:
         """int32[2, M] final disc difference from the first agent's view."""
-        return self.black_disc_diff * np.array([[1], [-1]], np.int32)
+        return first_disc_diff(self.black_disc_diff)
 
     @property
     def first_wiped_out(self) -> np.ndarray:
@@ -273,7 +299,7 @@ class MatchResult:
     @property
     def first_scores(self) -> np.ndarray:
         """float[2, M]: 1 win, 0.5 draw, 0 loss for the first agent."""
-        return (np.sign(self.first_disc_diff) + 1) / 2.0
+        return first_scores(self.black_disc_diff)
 
     def summary(self) -> MatchSummary:
         scores, diffs = self.first_scores, self.first_disc_diff.astype(np.float64)
@@ -350,12 +376,49 @@ def _black_disc_diff(game: Othello, states: State) -> jax.Array:
 # ---------------------------------------------------------------------------------------------
 # the entry points
 # ---------------------------------------------------------------------------------------------
+class MatchProgress(NamedTuple):
+    """A match so far, after a batch of openings: games over, of all, the first agent's score over
+    those, and the seconds since the match began (compiling included)."""
+
+    games: int
+    total: int
+    score: float
+    seconds: float
+
+    def line(self) -> str:
+        """``48/200 games, score 0.562 so far, 1m12s``."""
+        minutes, seconds = divmod(int(round(self.seconds)), 60)
+        return f"{self.games}/{self.total} games, score {self.score:.3f} so far, {minutes}m{seconds:02d}s"
+
+
+# Openings per batch below which a CPU plays a match less efficiently: the network search's CPU
+# time per position at 64 simulations was flat from 10 positions up and 35% higher at 5
+# (builtin:8x8, 2026-11-29). An accelerator plays a batch in about the time of one position, so
+# there a batch is never smaller than ACCELERATOR_BATCH openings (a batch more costs its time).
+CPU_BATCH = 10
+ACCELERATOR_BATCH = 512
+PROGRESS_REPORTS = 10  # batches a match is cut into for its progress (about one line per 10%)
+
+
+def progress_batch(openings: int, backend: str | None = None) -> int:
+    """Openings per batch when a match reports its progress: about PROGRESS_REPORTS equal batches
+    (the last one padded by fewer openings than there are batches), none smaller than the
+    backend's efficient batch (``backend``: jax's default when None)."""
+    backend = backend or jax.default_backend()
+    smallest = CPU_BATCH if backend == "cpu" else ACCELERATOR_BATCH
+    size = max(math.ceil(openings / PROGRESS_REPORTS), smallest)
+    batches = math.ceil(openings / size)
+    return max(math.ceil(openings / batches), 1)  # as many batches, evened out: the least padding
+
+
 def play_match(game: Othello, first: Agent, second: Agent, lines: Sequence[Sequence[int]], key: jax.Array,
-               batch_size: int | None = None, progress: Callable[[int, int], None] | None = None) -> MatchResult:
+               batch_size: int | None = None, progress: Callable[[MatchProgress], None] | None = None,
+               say: Say | None = None) -> MatchResult:
     """Play every opening line twice (colours swapped): ``2 * len(lines)`` games.
 
-    ``batch_size`` openings are played at a time (default: all at once); ``progress(done,
-    total)`` is called after each batch with counts of games.
+    ``batch_size`` openings are played at a time (default: all at once; every batch shares one
+    compiled program); ``progress(MatchProgress)`` is called after each batch. ``say`` prints a
+    line before compiling (and how long it took).
     """
     starts, lines = openings_lib.replay(lines, game)
     for agent in (first, second):
@@ -365,14 +428,14 @@ def play_match(game: Othello, first: Agent, second: Agent, lines: Sequence[Seque
     count = len(lines)
     batch_size = count if not batch_size else min(batch_size, count)
     begin = time.perf_counter()
-    moves, diffs, compile_seconds = [], [], 0.0
+    moves, diffs, compile_seconds, scores = [], [], 0.0, []
     for start in range(0, count, batch_size):
         key, batch_key = jax.random.split(key)
         rows = np.arange(start, start + batch_size)
         # a compiled match pads the last batch (repeating an opening) so that all batches share one compile
         rows = np.where(rows < count, rows, start) if compiled else rows[rows < count]
         chunk = jax.tree.map(lambda x: x[rows], starts)
-        played = (_play_compiled if compiled else _play_host)(game, first, second, chunk, batch_key)
+        played = (_play_compiled if compiled else _play_host)(game, first, second, chunk, batch_key, say)
         used = min(batch_size, count - start)
         played = played._replace(moves=played.moves[:, :used], illegal_first=played.illegal_first[:used],
                                  illegal_second=played.illegal_second[:used],
@@ -386,7 +449,9 @@ def play_match(game: Othello, first: Agent, second: Agent, lines: Sequence[Seque
         moves.append(played.moves)
         diffs.append(np.stack([np.asarray(_black_disc_diff(game, s)) for s in played.final]))
         if progress is not None:
-            progress(2 * min(start + batch_size, count), 2 * count)
+            scores.append(first_scores(diffs[-1]))
+            progress(MatchProgress(2 * min(start + batch_size, count), 2 * count,
+                                   float(np.concatenate(scores, axis=1).mean()), time.perf_counter() - begin))
     return MatchResult(game, first.name, second.name, [list(line) for line in lines], np.concatenate(moves, axis=1),
                        np.concatenate(diffs, axis=1), time.perf_counter() - begin - compile_seconds, compile_seconds)
 
@@ -409,17 +474,18 @@ def match_openings(game: Othello, games: int, key: jax.Array, openings_file: str
 
 
 def gate(challenger: Agent, champion: Agent, games: int, threshold: float, key: jax.Array, *,
-         game: Othello = Othello(8), lines: Sequence[Sequence[int]] | None = None) -> tuple[bool, float]:
+         game: Othello = Othello(8), lines: Sequence[Sequence[int]] | None = None,
+         say: Say | None = None) -> tuple[bool, float]:
     """AlphaGo Zero style gating: does ``challenger`` score at least ``threshold`` against ``champion``?
 
     Plays ``games`` games (generated near-even openings unless ``lines`` are given; each played
-    with both colours) and returns (accepted, challenger's score).
+    with both colours) and returns (accepted, challenger's score). ``say``: as for play_match.
     """
     if not 0.0 <= threshold <= 1.0:
         raise MatchSettingsError(f"gating threshold must be within [0, 1], got {threshold}")
     open_key, play_key = jax.random.split(key)
     lines = match_openings(game, games, open_key) if lines is None else lines
-    score = play_match(game, challenger, champion, lines, play_key).summary().score
+    score = play_match(game, challenger, champion, lines, play_key, say=say).summary().score
     return score >= threshold, score
 
 

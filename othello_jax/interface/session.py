@@ -3,12 +3,17 @@ play notebook.
 
 A :class:`GameSession` keeps every position so far (for undo and the game record) and checks
 each move for legality with a clear message. It works on single, unbatched states; the
-agents work on batches, so :func:`agent_action` wraps one position into a batch of one.
+agents work on batches, so :func:`agent_action` wraps one position into a batch of one. An
+agent's first move compiles its program (a network's search: most of a minute on a small CPU,
+seconds once jax's compilation cache holds it), so :func:`announce_preparation` says so first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -28,6 +33,7 @@ from othello_jax.game import (
     square_name,
 )
 from othello_jax.game import bitboard as bb
+from othello_jax.notices import Say, compiling, say_while
 
 
 class IllegalMove(NotationError):
@@ -168,10 +174,56 @@ class GameSession:
 
     def agent_move(self, agent: Any, key: jax.Array) -> int:
         """The action ``agent`` picks now (not played). Host agents that replay games (an
-        external GTP engine) are first told the moves so far through ``start_games``."""
+        external GTP engine) are first told the moves so far through ``start_games``. The
+        agent's first move is announced on standard error (:func:`announce_preparation`)."""
         if getattr(agent, "start_games", None) is not None and self.from_initial:
             agent.start_games([list(self.actions)])
-        return agent_action(agent, self.state, key)
+        with announce_preparation(agent, self.game):
+            return agent_action(agent, self.state, key)
+
+
+_PREPARED: dict[int, Callable[[], Any]] = {}  # id(agent) -> (a weak reference to) each agent that has moved
+
+
+def _first_move_of(agent: Any) -> bool:
+    """Whether ``agent`` (this object) has not moved in this process yet; marks it as moved."""
+    seen = _PREPARED.get(id(agent))
+    if seen is not None and seen() is agent:
+        return False
+    try:
+        _PREPARED[id(agent)] = weakref.ref(agent)
+    except TypeError:  # an object without weak references (a test's namespace): kept alive instead
+        _PREPARED[id(agent)] = lambda: agent
+    return True
+
+
+def _what_compiles(agent: Any) -> str | None:
+    """What an agent's first move compiles, from its name: an agent spec's kind (a network,
+    alpha-beta or MCTS search; random and greedy agents), or a network player's own name
+    ("network, 256 sims"); None for agents that compile nothing (external engines, perfect play)."""
+    from othello_jax.agents import parse_spec  # the interface layer may; kept out of import time
+
+    try:
+        kind = parse_spec(str(getattr(agent, "name", "")))[0]
+    except ValueError:  # not a spec: a network player (or a renamed agent)
+        return "the search"
+    return {"gtp": None, "perfect": None, "random": "the agent", "greedy": "the agent"}.get(kind, "the search")
+
+
+def announce_preparation(agent: Any, game: Othello, say: Say | None = None) -> contextlib.AbstractContextManager:
+    """Wrap an agent's move (or a search with its program, such as a network's analysis): the first
+    time this agent moves in the process, say "preparing the first move: compiling the search for
+    8x8 (cached for next time)..." and, once it took long, "first move ready in 47 s" (``say``:
+    standard error by default, where an engine's protocol on standard output stays clean).
+    Later moves and agents that compile nothing: nothing is said. The one place the players
+    (`play`, the GTP and NBoard engines) announce their first move."""
+    if not _first_move_of(agent):
+        return contextlib.nullcontext()
+    what = _what_compiles(agent)
+    if what is None:
+        return contextlib.nullcontext()
+    return say_while(f"preparing the first move: {compiling(f'{what} for {game.size}x{game.size}')}", say,
+                     done="first move ready")
 
 
 def agent_action(agent: Any, state: State, key: jax.Array) -> int:

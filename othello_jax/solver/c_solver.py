@@ -25,6 +25,7 @@ from pathlib import Path
 
 from othello_jax.errors import InputError
 from othello_jax.game.bitboard import board_mask_int
+from othello_jax.notices import say_while
 
 SOURCE = Path(__file__).with_name("_csolver.c")
 ABI_VERSION = 4
@@ -77,7 +78,8 @@ def _build() -> Path:
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
         os.close(fd)
         cmd = [compiler, *flags, "-shared", "-fPIC", "-o", tmp, str(SOURCE)]
-        result = subprocess.run(cmd, capture_output=True, text=True)
+        with say_while(f"compiling the C endgame solver (once; kept in {target.parent})", done="compiled"):
+            result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode == 0:
             os.replace(tmp, target)  # atomic: concurrent builders never see a partial file
             return target

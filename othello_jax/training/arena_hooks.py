@@ -1,7 +1,9 @@
 """Arena matches the training loop runs: periodic evaluation against baselines, and gating.
 
 Both use :mod:`othello_jax.evaluation.arena` (each opening played twice with colours swapped) and play the
-network with search but without exploration noise (``agents.neural_agent``).
+network with search but without exploration noise (``agents.neural_agent``). A match compiled for the
+first time says so first (most of a minute on a small CPU for a few seconds of play), on the first
+process only.
 """
 
 from __future__ import annotations
@@ -11,9 +13,18 @@ import jax
 from othello_jax import agents
 from othello_jax.evaluation import arena
 from othello_jax.evaluation.perfect_set import score_agent
+from othello_jax.notices import Say
 from othello_jax.solver.solved_moves import load as load_testset
 from othello_jax.training.program import TrainProgram
 from othello_jax.training.settings import RunSettings
+
+
+def _say() -> Say | None:
+    """Where the matches' compile notices go: the first process's standard output, beside the
+    loop's lines ("evaluation: compiling the match ..."); None on the other processes."""
+    if jax.process_index() != 0:
+        return None
+    return lambda line: print(f"evaluation: {line}", flush=True)
 
 
 def opponent_specs(text: str) -> list[str]:
@@ -44,7 +55,8 @@ def evaluate_against_baselines(config: RunSettings, program: TrainProgram, varia
     scores = {}
     for i, spec in enumerate(opponent_specs(config.eval.opponents)):
         opponent = agents.parse_agent(spec, program.game)
-        result = arena.play_match(program.game, player, opponent, lines, jax.random.fold_in(play_key, i))
+        result = arena.play_match(program.game, player, opponent, lines, jax.random.fold_in(play_key, i),
+                                  say=_say())
         scores[f"eval/{spec}"] = result.summary().score
     if config.eval.testset:
         scores.update(testset_score(player, jax.random.fold_in(key, 99)))
@@ -65,5 +77,5 @@ def gate_against_champion(config: RunSettings, program: TrainProgram, challenger
     first = network_player(config, program, challenger, sims, name="challenger")
     second = network_player(config, program, champion, sims, name="champion")
     _, score = arena.gate(first, second, int(config.gating.games), float(config.gating.threshold), key,
-                          game=program.game)
+                          game=program.game, say=_say())
     return float(score)

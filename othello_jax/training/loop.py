@@ -42,6 +42,7 @@ from ml_collections import ConfigDict
 
 from othello_jax import checkpoint
 from othello_jax.errors import InputError
+from othello_jax.notices import compiling, say_while
 from othello_jax.training import arena_hooks
 from othello_jax.training.clock import Cadence, RunClock
 from othello_jax.training.host_labels import HostLabeller
@@ -216,7 +217,8 @@ def _compile(program: TrainProgram, index: int, state, key: jax.Array, clock: Ru
              say: Callable[[str], None]) -> tuple[_Step, float]:
     """Stage ``index``'s iteration compiled, and the seconds it took (the clock records them)."""
     t0 = clock.now()
-    step = _Step(index, program.compile(index, state, key))
+    with say_while(compiling(f"stage {index}'s training iteration"), say, done=None):  # reported below
+        step = _Step(index, program.compile(index, state, key))
     seconds = clock.record_compile(clock.now() - t0)
     say(f"compiled stage {index} (from {program.stage_label(index)}, "
         f"{int(program.stage_configs[index].search.num_simulations)} simulations) in {seconds:.1f}s")

@@ -1,0 +1,200 @@
+"""Commands say what they are doing before a long wait: the notice helper, the players' first move
+(on standard error, the engine's standard output keeping only protocol lines), eval's progress as
+games finish (the same result as --batch), the training loop's and the arena's compile lines, the
+C solver's first build."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from othello_jax import notices
+from othello_jax.agents import parse_agent
+from othello_jax.commands import eval as eval_command
+from othello_jax.commands import play as play_command
+from othello_jax.evaluation import arena
+from othello_jax.game import Othello
+from othello_jax.interface import session as session_module
+from othello_jax.interface.gtp_server import GtpEngine, serve
+from othello_jax.solver import c_solver
+from othello_jax.training import arena_hooks, loop
+
+REPO = Path(__file__).resolve().parents[1]
+CACHED = " (cached for next time)"  # the tests' own compilation cache is on (conftest)
+READY = re.compile(r"first move ready in \S+ s")  # after a first move that took 3 s or more
+
+
+# ---- the helper -----------------------------------------------------------------------------
+def test_say_while_says_before_and_how_long_after_a_long_wait_only():
+    lines = []
+    with notices.say_while("solving 12 positions", lines.append, done="solved", long_s=0.0):
+        pass
+    assert lines[0] == "solving 12 positions..."
+    assert re.fullmatch(r"solved in \d+\.\d s", lines[1])
+    lines.clear()
+    with notices.say_while("loading", lines.append, long_s=60.0):  # a short wait: nothing after
+        pass
+    assert lines == ["loading..."]
+    with notices.say_while("compiling", lines.append, done=None, long_s=0.0):  # the caller reports
+        pass
+    assert lines == ["loading...", "compiling..."]
+    assert [notices.format_seconds(s) for s in (4.24, 47.4, 185)] == ["4.2 s", "47 s", "3m05s"]
+
+
+def test_compiling_says_cached_only_with_the_persistent_cache(monkeypatch):
+    assert notices.compiling("the match") == "compiling the match" + CACHED
+    assert notices.compiling_then("playing", "the agent") == f"compiling the agent{CACHED}, then playing"
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR")
+    monkeypatch.setattr(notices, "_configured_cache_dir", lambda: None)  # jax's setting, as if never made
+    assert not notices.compilation_cached()
+    assert notices.compiling("the match") == "compiling the match"
+
+
+# ---- the players' first move ----------------------------------------------------------------
+def first_legal_agent(game: Othello, name: str = "network, 64 sims"):
+    return types.SimpleNamespace(
+        name=name, act=lambda state, key: jnp.argmax(game.legal_moves(state), axis=-1).astype(jnp.int32))
+
+
+@pytest.fixture
+def fresh_agents(monkeypatch):
+    """No agent has moved yet in this process (agents built by specs are shared between tests)."""
+    monkeypatch.setattr(session_module, "_PREPARED", {})
+
+
+def test_the_engine_announces_its_first_move_on_stderr_once_per_agent(fresh_agents, capsys):
+    agents = {}
+    engine = GtpEngine(lambda game: agents.setdefault(game.size, first_legal_agent(game)))
+    out = io.StringIO()
+    commands = ["boardsize 6", "clear_board", "genmove b", "genmove w", "boardsize 8", "genmove b", "quit"]
+    assert serve(engine, io.StringIO("\n".join(commands) + "\n"), out) == 0
+    responses = out.getvalue().split("\n\n")[:-1]
+    assert len(responses) == len(commands) and all(re.fullmatch(r"=( [a-h][1-8])?", r) for r in responses)
+    err = [line for line in capsys.readouterr().err.splitlines() if not READY.fullmatch(line)]
+    assert err == [f"preparing the first move: compiling the search for 6x6{CACHED}...",
+                   f"preparing the first move: compiling the search for 8x8{CACHED}..."]
+
+
+@pytest.mark.parametrize("name, said", [
+    ("alphabeta:3,solve=16,solver=c", "compiling the search for 4x4"),
+    ("random", "compiling the agent for 4x4"),
+    ('gtp:cmd="edax -gtp"', None),  # an external engine: nothing of ours compiles
+    ("perfect", None),
+])
+def test_the_notice_names_what_the_agent_compiles(fresh_agents, name, said):
+    lines = []
+    agent = first_legal_agent(Othello(4), name)
+    with session_module.announce_preparation(agent, Othello(4), lines.append):
+        pass
+    assert lines == ([] if said is None else [f"preparing the first move: {said}{CACHED}..."])
+    with session_module.announce_preparation(agent, Othello(4), lines.append):  # a later move
+        pass
+    assert len(lines) == (0 if said is None else 1)
+
+
+def test_play_announces_the_agents_first_move_on_stderr(fresh_agents, capsys):
+    out = io.StringIO()
+    play_command.main(["--agent=greedy", "--size=4", "--no-solve", "--color=white"], stdin=io.StringIO("quit\n"),
+                      stdout=out)  # the human quits at once
+    assert re.search(r"^black \(greedy\) plays [a-d][1-4]$", out.getvalue(), re.M)
+    assert "preparing" not in out.getvalue()
+    err = [line for line in capsys.readouterr().err.splitlines() if not READY.fullmatch(line)]
+    assert err == [f"preparing the first move: compiling the agent for 4x4{CACHED}..."]
+
+
+def test_the_engine_command_keeps_its_stdout_to_protocol_lines():
+    result = subprocess.run([sys.executable, "-m", "othello_jax.cli", "engine", "--agent=greedy", "--size=4",
+                             "--no-solve"], input="genmove b\ngenmove w\nquit\n", capture_output=True, text=True,
+                            cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert re.fullmatch(r"= [a-d][1-4]\n\n= [a-d][1-4]\n\n=\n\n", result.stdout), result.stdout
+    err = result.stderr.splitlines()
+    assert err[0] == "othello-jax engine: greedy on 4x4, speaking GTP"
+    assert err[1] == f"preparing the first move: compiling the agent for 4x4{CACHED}..."
+    assert len(err) in (2, 3) and (len(err) == 2 or READY.fullmatch(err[2]))
+
+
+# ---- eval: progress as games finish -----------------------------------------------------------
+EVAL = ["--black=greedy", "--white=random", "--size=4", "--games=40", "--seed=3"]
+PROGRESS = re.compile(r"^  (\d+)/40 games, score (\d\.\d{3}) so far, \d+m\d\ds$")
+
+
+def test_eval_reports_progress_by_default_with_the_result_of_that_batch(capsys):
+    assert arena.progress_batch(20, "cpu") == 10  # 20 openings: two batches, at least 10 openings each
+    assert eval_command.main(EVAL) == 0
+    out = capsys.readouterr().out.splitlines()
+    progress = [PROGRESS.match(line) for line in out if PROGRESS.match(line)]
+    assert [int(m.group(1)) for m in progress] == [20, 40]
+    assert eval_command.main(EVAL + ["--batch=10"]) == 0
+    batched = capsys.readouterr().out.splitlines()
+    timed = lambda line: line.startswith(("  time", "compil")) or PROGRESS.match(line)  # times differ
+    summary = lambda lines: [line for line in lines if not timed(line)]
+    assert summary(out) == summary(batched)  # the same games
+    score = next(line for line in out if line.startswith("  score")).split()[1]
+    assert progress[-1].group(2) == score  # the last line's score is the match's
+
+
+def test_eval_json_keeps_stdout_to_the_result_and_progress_on_stderr(capsys):
+    assert eval_command.main(EVAL + ["--json"]) == 0
+    out, err = capsys.readouterr()
+    record = json.loads(out)  # one JSON line
+    assert record["games"] == 40 and record["wins"] + record["draws"] + record["losses"] == 40
+    assert [int(m.group(1)) for m in map(PROGRESS.match, err.splitlines()) if m] == [20, 40]
+    assert err.splitlines()[0] == "40 games on 4x4: greedy vs random (2-ply near-even openings)"
+
+
+def test_progress_batches_are_even_and_never_small():
+    assert arena.progress_batch(100, "cpu") == 10
+    assert arena.progress_batch(97, "cpu") == 10  # 10 batches, the last padded by 3
+    assert arena.progress_batch(7, "cpu") == 7  # one batch: too few openings to split
+    assert arena.progress_batch(35, "cpu") == 9  # 4 batches of 9: the last padded by 1
+    assert arena.progress_batch(1000, "gpu") == 500  # an accelerator's batches stay large
+    assert arena.progress_batch(100, "tpu") == 100
+
+
+# ---- compiling in the arena and in training -------------------------------------------------------
+def test_a_match_says_when_it_compiles_and_not_when_it_reuses_the_program(monkeypatch):
+    monkeypatch.setattr(arena, "_EXECUTABLES", {})
+    game = Othello(4)
+    lines, said = arena.match_openings(game, 4, jax.random.PRNGKey(0)), []
+    first, second = parse_agent("greedy", game), parse_agent("random", game)
+    arena.play_match(game, first, second, lines, jax.random.PRNGKey(1), say=said.append)
+    assert said[0] == f"compiling the match greedy vs random{CACHED}..."
+    said.clear()
+    arena.play_match(game, first, second, lines, jax.random.PRNGKey(2), say=said.append)
+    assert said == []
+
+
+def test_in_run_evaluations_speak_on_the_first_process_only(monkeypatch, capsys):
+    arena_hooks._say()("compiling the match x vs y...")
+    assert capsys.readouterr().out == "evaluation: compiling the match x vs y...\n"
+    monkeypatch.setattr(jax, "process_index", lambda: 1)
+    assert arena_hooks._say() is None
+
+
+def test_the_training_loop_says_before_compiling_a_stage():
+    program = types.SimpleNamespace(compile=lambda index, state, key: "executable", stage_label=lambda i: "iteration 0",
+                                    stage_configs=[types.SimpleNamespace(search=types.SimpleNamespace(num_simulations=8))])
+    clock = types.SimpleNamespace(now=lambda: 0.0, record_compile=lambda seconds: seconds)
+    lines = []
+    step, seconds = loop._compile(program, 0, None, None, clock, lines.append)
+    assert lines == [f"compiling stage 0's training iteration{CACHED}...",
+                     "compiled stage 0 (from iteration 0, 8 simulations) in 0.0s"]
+
+
+def test_the_c_solvers_first_build_says_so(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("OTHELLO_JAX_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", "false")  # a compiler that fails at once: the build is tried, nothing is built
+    with pytest.raises(c_solver.CSolverUnavailable):
+        c_solver._build()
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(line == f"compiling the C endgame solver (once; kept in {tmp_path})..." for line in err)
