@@ -4,7 +4,8 @@
     python colab/build_notebooks.py --check  # exit 1 if a notebook differs from its source here
 
 Keeping the cells here makes them reviewable as code; the tests check the .ipynb files are
-up to date and execute them headlessly with ``OTHELLO_JAX_NOTEBOOK_TEST=1`` (a tiny CPU setup).
+up to date and execute them headlessly on CPU: as shipped (the train notebook shortened through
+its settings cell) and with OTHELLO_JAX_NOTEBOOK_TEST=1 (a tiny 4x4 setup).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
-GITHUB_REPO = "othello-jax/othello-jax"  # owner/name of the public repository
+GITHUB_REPO = "othello-jax/othello-jax"  # owner/name of the public repository: the badges and REPO_URL
 TEST_SWITCH = "OTHELLO_JAX_NOTEBOOK_TEST"
 
 
@@ -31,8 +32,9 @@ def parameters(extra: str) -> str:
 import os
 import sys
 
-REPO_URL = "https://github.com/{GITHUB_REPO}"  # where to pip-install othello-jax from
+REPO_URL = "https://github.com/{GITHUB_REPO}"  # where to pip-install othello-jax from (a fork: its URL)
 BRANCH = "main"  # branch, tag or commit to install
+IN_COLAB = "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ  # Colab's kernel, Colab's runtime
 # Tests set {TEST_SWITCH}=1: a tiny CPU configuration that finishes in a minute or two.
 TEST_MODE = os.environ.get("{TEST_SWITCH}") == "1"
 {extra.strip()}
@@ -50,8 +52,12 @@ if importlib.util.find_spec("othello_jax") is None:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}@{BRANCH}"], check=True)
 import jax
 import othello_jax
+from othello_jax.cli import use_compilation_cache
 
-print(f"othello-jax {othello_jax.__version__}, jax {jax.__version__}, devices: {jax.devices()}")
+# Compiled programs are kept on disk (~/.cache/othello-jax/xla; OTHELLO_JAX_XLA_CACHE: another
+# directory, or off), so running the notebook again in this runtime skips most compiling.
+print(f"othello-jax {othello_jax.__version__}, jax {jax.__version__}, devices: {jax.devices()}; "
+      f"compiled programs kept in {use_compilation_cache() or 'memory only'}")
 '''
 
 def mount_drive(variable: str) -> str:
@@ -137,10 +143,11 @@ game
 except ImportError:
     print("ipywidgets is not installed: type your moves in the next cell instead")
 '''),
-        new_markdown_cell("## Or type your moves\n\nEdit the move and run the cell again; `game.undo()` "
+        new_markdown_cell("## Or type your moves\n\nType a move (`\"c2\"`, `\"pass\"`) and run the cell "
+                          "again; left empty, it plays the move the agent would play for you. `game.undo()` "
                           "takes back your last move, `game.hint()` shows what the search thinks."),
-        new_code_cell('''MOVE = "f5"
-game.move(MOVE)
+        new_code_cell('''MOVE = ""  # e.g. "c2" (6x6) or "d3" (8x8); empty: the agent's suggestion for you
+game.move(MOVE or game.suggested_move())
 '''),
         new_code_cell('''if TEST_MODE:  # a scripted game to the end: the last legal move, passing when forced
     from othello_jax.game import square_name
@@ -156,6 +163,8 @@ game.move(MOVE)
     else:
         game.move(scripted_move())
     print(game.agent_report())  # the search's move: more than SOLVE empties were left
+    game.move("f5")  # typed input is checked, not raised
+    print(game.message)
     while not game.session.is_over:
         game.move(scripted_move())
     print(game.status())
@@ -187,10 +196,11 @@ runtime type) for 8x8; a GPU works, and on CPU the notebook trains 6x6.
 The run lives in a local workdir and is mirrored to Google Drive, so **running the notebook
 again after a disconnect resumes** from the last checkpoint."""),
         new_code_cell(parameters(f'''
-WORKDIR = "/content/runs/othello"  # local run directory (fast disk)
-DRIVE_MIRROR = "/content/drive/MyDrive/othello-jax/runs/othello"  # "" to keep the run local only
+WORKDIR = "/content/runs/othello" if IN_COLAB else "runs/othello"  # the run's directory (Colab: its fast local disk)
+# a copy of the run on Google Drive, kept up to date ("" keeps the run local only)
+DRIVE_MIRROR = "/content/drive/MyDrive/othello-jax/runs/othello" if IN_COLAB else ""
 CONFIG = "auto"  # "auto" picks by platform, or a file name in experiments/configs/ (e.g. "othello6_cpu")
-OVERRIDES = {{}}  # any setting, e.g. {{"iterations": 200, "search.num_simulations": 64}}
+OVERRIDES = {{}}  # any setting, e.g. {{"iterations": 200, "max_minutes": 10, "search.num_simulations": 64}}
 if TEST_MODE:
     WORKDIR = {TEST_WORKDIR}
     DRIVE_MIRROR = WORKDIR + "-mirror"  # a local folder stands in for Google Drive
@@ -200,32 +210,16 @@ if TEST_MODE:
         new_markdown_cell("## Platform and configuration"),
         new_code_cell('''import importlib
 
+from othello_jax.commands.configs import shipped_configs
+
 devices = jax.devices()
 platform = devices[0].platform
-if platform == "tpu":
-    PLATFORM = "tpu8" if len(devices) >= 8 else "tpu1"
-else:
-    PLATFORM = "gpu" if platform == "gpu" else "cpu"
-# platform -> config files in experiments/configs/, the first that exists is used
-PLATFORM_CONFIGS = {
-    "tpu8": ["othello8_tpu8", "othello8_tpu", "othello8"],
-    "tpu1": ["othello8_tpu1", "othello8_tpu", "othello8"],
-    "gpu": ["othello8_gpu", "othello8"],
-    "cpu": ["othello6_cpu"],
-}
-
-
-def load_config(name: str):
-    return importlib.import_module(f"experiments.configs.{name}").get_config()
-
-
-candidates = PLATFORM_CONFIGS[PLATFORM] if CONFIG == "auto" else [CONFIG]
-for name in candidates:
-    if importlib.util.find_spec(f"experiments.configs.{name}") is not None:
-        config = load_config(name)
-        break
-else:
-    raise FileNotFoundError(f"none of the configs {candidates} exists in experiments/configs/")
+# the config for each platform, in experiments/configs/ (othello8_tpu splits over 1 or 8 TPU devices)
+PLATFORM_CONFIGS = {"tpu": "othello8_tpu", "gpu": "othello8_gpu", "cpu": "othello6_cpu"}
+name = PLATFORM_CONFIGS.get(platform, "othello6_cpu") if CONFIG == "auto" else CONFIG
+if name not in shipped_configs():
+    raise ValueError(f"no config named {name!r} in experiments/configs/; choose from {', '.join(shipped_configs())}")
+config = importlib.import_module(f"experiments.configs.{name}").get_config()
 config.update_from_flattened_dict(OVERRIDES)
 print(f"{len(devices)} {platform} device(s): config {name}, {config.board_size}x{config.board_size}, "
       f"{config.iterations} iterations")
@@ -244,6 +238,16 @@ if DRIVE_MIRROR.startswith("/content/drive"):
         DRIVE_MIRROR = ""
 if DRIVE_MIRROR and workdir_mirror.restore(DRIVE_MIRROR, WORKDIR):
     print(f"restored {WORKDIR} from {DRIVE_MIRROR}")
+'''),
+        new_markdown_cell("## TensorBoard\n\nThe training below writes TensorBoard event files into "
+                          "`WORKDIR` as it goes; in Colab they are shown here, live (refresh with the "
+                          "panel's reload button)."),
+        new_code_cell('''if IN_COLAB:  # Colab ships TensorBoard and its notebook extension
+    %load_ext tensorboard
+    %tensorboard --logdir {WORKDIR}
+else:
+    print(f"TensorBoard: run `tensorboard --logdir {os.path.abspath(WORKDIR)}` in a terminal "
+          "(pip install tensorboard) and open http://localhost:6006")
 '''),
         new_markdown_cell("## Train\n\nOne progress line per iteration. Every checkpoint is copied to "
                           "Drive as soon as it is written (a recycled runtime gets no warning). Interrupting "
@@ -317,10 +321,11 @@ Loads the checkpoints of a training run, plays them against each other and again
 fits Elo ratings by maximum likelihood and plots Elo over training. Every opening is played
 twice with colours swapped."""),
         new_code_cell(parameters(f'''
-WORKDIR = "/content/drive/MyDrive/othello-jax/runs/othello"  # a training run (its checkpoints/ folder)
+# a training run (its checkpoints/ folder): train.ipynb's copy on Google Drive in Colab, its local run elsewhere
+WORKDIR = "/content/drive/MyDrive/othello-jax/runs/othello" if IN_COLAB else "runs/othello"
 MAX_CHECKPOINTS = 6  # rate at most this many checkpoints, spread over the run
-SIMS = 32  # search simulations per move for the checkpoints (0: raw network policy)
-GAMES = 64  # games per pairing (even: each opening twice)
+SIMS = None  # search simulations per move for the checkpoints (0: raw network policy; None: 32, 16 on CPU)
+GAMES = None  # games per pairing, even: each opening twice (None: 64, 16 on CPU)
 BASELINES = ["random", "greedy", "alphabeta:depth=3"]
 ENGINE_CMD = ""  # an external GTP engine, e.g. "edax -gtp -l 4" (installed on this machine)
 OPENINGS_FILE = ""  # e.g. an XOT list; empty: generated near-even openings
@@ -348,7 +353,8 @@ if TEST_MODE and not (Path(WORKDIR) / "checkpoints").is_dir():  # a two-iteratio
     loop.run(config, WORKDIR)
 steps = sorted(int(p.name) for p in (Path(WORKDIR).expanduser() / "checkpoints").glob("*") if p.name.isdigit())
 if not steps:
-    raise FileNotFoundError(f"no checkpoints under {WORKDIR}/checkpoints")
+    raise FileNotFoundError(f"no checkpoints under {WORKDIR}/checkpoints: train a run with train.ipynb first, "
+                            "or set WORKDIR to one")
 chosen = sorted({steps[int(i)] for i in np.linspace(0, len(steps) - 1, min(MAX_CHECKPOINTS, len(steps)))})
 checkpoints = {f"iter {step}": str(Path(WORKDIR).expanduser() / "checkpoints" / str(step)) for step in chosen}
 _, _, BOARD_SIZE = load_agent_variables(next(iter(checkpoints.values())))
@@ -358,6 +364,10 @@ print(f"{len(steps)} checkpoints on {BOARD_SIZE}x{BOARD_SIZE}; rating {', '.join
         new_code_cell('''from othello_jax.agents import parse_agent
 from othello_jax.game import Othello
 
+ON_CPU = jax.devices()[0].platform == "cpu"  # a CPU runtime: fewer games and simulations
+SIMS = (16 if ON_CPU else 32) if SIMS is None else SIMS
+GAMES = (16 if ON_CPU else 64) if GAMES is None else GAMES
+print(f"{GAMES} games per pairing, {SIMS} simulations per move for the checkpoints")
 board = Othello(BOARD_SIZE)
 agents = {name: parse_agent(f"net:ckpt={path},sims={SIMS}", board) for name, path in checkpoints.items()}
 for spec in BASELINES:

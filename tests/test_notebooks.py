@@ -1,9 +1,17 @@
-"""The Colab notebooks run headlessly, top to bottom, in their tiny test configuration, and match
-their generator. Any cell error fails the test (nbclient raises CellExecutionError)."""
+"""The Colab notebooks run headlessly, top to bottom, and match their generator: as shipped (play
+and evaluate with every default, train with its defaults shortened through its settings cell, as
+a user would edit it) and in their tiny test configuration (OTHELLO_JAX_NOTEBOOK_TEST=1). Any cell
+error fails the test (nbclient raises CellExecutionError).
+
+Only the CPU branch runs here: the accelerator branches (train's TPU and GPU configs, evaluate's
+accelerator sizes, Colab's Drive and TensorBoard) need a GPU/TPU runtime or Colab itself, which
+CI does not have."""
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,12 +31,22 @@ def notebook_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("notebooks")
 
 
-def execute(name: str, directory: Path, monkeypatch) -> nbformat.NotebookNode:
-    monkeypatch.setenv("OTHELLO_JAX_NOTEBOOK_TEST", "1")
-    monkeypatch.setenv("OTHELLO_JAX_NOTEBOOK_WORKDIR", str(directory))
+def execute(name: str, directory: Path, monkeypatch, test_mode: bool = True,
+            settings: dict[str, str] | None = None) -> nbformat.NotebookNode:
+    """Run a notebook in ``directory`` (its working directory); ``settings`` rewrites lines of its
+    settings cell (old text -> new text, each found exactly once), as a user edits them."""
+    if test_mode:
+        monkeypatch.setenv("OTHELLO_JAX_NOTEBOOK_TEST", "1")
+        monkeypatch.setenv("OTHELLO_JAX_NOTEBOOK_WORKDIR", str(directory))
+    else:
+        monkeypatch.delenv("OTHELLO_JAX_NOTEBOOK_TEST", raising=False)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     notebook = nbformat.read(COLAB / name, as_version=4)
+    settings_cell = next(cell for cell in notebook.cells if cell.cell_type == "code")
+    for old, new in (settings or {}).items():
+        assert settings_cell.source.count(old) == 1, old
+        settings_cell.source = settings_cell.source.replace(old, new)
     client = NotebookClient(notebook, timeout=900, kernel_name="python3",
                             resources={"metadata": {"path": str(directory)}})
     client.execute()
@@ -59,6 +77,27 @@ def test_notebooks_have_a_parameters_cell_and_install_from_a_branch():
         assert "parameters" in code[0].metadata.get("tags", []), name
         assert "BRANCH =" in code[0].source and "OTHELLO_JAX_NOTEBOOK_TEST" in code[0].source
         assert any("pip" in cell.source and "{BRANCH}" in cell.source for cell in code), name
+        assert any("use_compilation_cache()" in cell.source for cell in code), name
+
+
+def test_train_notebook_names_shipped_configs():
+    """Each platform's config (the accelerator ones are never run here: CI has no GPU/TPU) ships."""
+    source = next(cell.source for cell in nbformat.read(COLAB / "train.ipynb", as_version=4).cells
+                  if "PLATFORM_CONFIGS = " in cell.source)
+    table = ast.literal_eval(re.search(r"PLATFORM_CONFIGS = (\{.*?\})", source).group(1))
+    assert set(table) == {"tpu", "gpu", "cpu"}
+    for name in table.values():
+        assert (REPO / "experiments" / "configs" / f"{name}.py").is_file(), name
+
+
+def test_train_notebook_shows_tensorboard_before_training():
+    """In Colab the TensorBoard extension shows the run's event files (written into WORKDIR) live;
+    elsewhere the cell prints how to view them (executed headlessly by the train notebook tests)."""
+    code = [cell.source for cell in nbformat.read(COLAB / "train.ipynb", as_version=4).cells
+            if cell.cell_type == "code"]
+    board = next(i for i, source in enumerate(code) if "%load_ext tensorboard" in source)
+    assert "%tensorboard --logdir {WORKDIR}" in code[board] and "if IN_COLAB:" in code[board]
+    assert board < next(i for i, source in enumerate(code) if "loop.run(config, WORKDIR" in source)
 
 
 @pytest.mark.slow  # about a minute: compiles and runs three training iterations
@@ -92,6 +131,46 @@ def test_play_notebook(notebook_dir, monkeypatch):
     assert "Agent's value estimate" in out  # the search's moves, then the solver's (SOLVE=6 in the test)
     assert ",solve=6,solver=c on 4x4" in out and "perfect play: the exact endgame solver chose this move" in out
     assert "illegal: square 'f5' is off the 4x4 board" in out  # typed input is checked, not raised
+
+
+def test_play_notebook_as_shipped(tmp_path, monkeypatch):
+    """Every default: the shipped 6x6 network at 200 simulations, the exact endgame, the clickable
+    board built, and the typed-move cell, left empty, plays the agent's suggestion for the user (a
+    legal move), then the agent replies. Compiled programs go to the notebook's cache directory."""
+    cache = tmp_path / "xla"
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)  # the tests' shared cache: not here
+    monkeypatch.setenv("OTHELLO_JAX_XLA_CACHE", str(cache))
+    out = text_outputs(execute("play.ipynb", tmp_path, monkeypatch, test_mode=False))
+    assert "playing network, 200 sims,solve=" in out and "on 6x6" in out
+    assert f"compiled programs kept in {cache}" in out and any(cache.iterdir())
+    assert "illegal" not in out
+    record = re.findall(r"Record: (\S+)", out)[-1]
+    assert record[:2] in ("c2", "b3", "e4", "d5") and len(record) == 4, record  # black's openings on 6x6
+    assert "Agent's value estimate" in out
+
+
+@pytest.mark.slow  # ~7 minutes on the loaded 2-core machine (train 3, evaluate 4): compiling othello6_cpu's
+# training and four 6x6 matches with a searching network; the Colab-image leg of scripts/test.sh runs it
+def test_train_then_evaluate_notebooks_as_shipped(tmp_path, monkeypatch):
+    """train.ipynb as shipped on a CPU runtime (othello6_cpu), shortened only through its settings
+    cell as a user would (one iteration of 16 games, no in-run evaluation), then evaluate.ipynb with
+    every default rating that run (runs/othello in the working directory, where train.ipynb leaves
+    it outside Colab) at its CPU sizes, compiled with XLA's optimisations as users' runs are (its
+    matches run ~3x faster so)."""
+    # the CPU branch only: the TPU/GPU configs need an accelerator runtime, which CI does not have
+    shorter = {"OVERRIDES = {}": 'OVERRIDES = {"iterations": 1, "selfplay.num_games": 16, "eval.every": 0}'}
+    out = text_outputs(execute("train.ipynb", tmp_path, monkeypatch, test_mode=False, settings=shorter))
+    run = tmp_path / "runs" / "othello"
+    assert "1 cpu device(s): config othello6_cpu, 6x6, 1 iterations" in out
+    # outside Colab the TensorBoard cell prints how to view the run (no server); the events are there
+    assert f"TensorBoard: run `tensorboard --logdir {run}`" in out and any(run.glob("events.out.tfevents.*"))
+    assert "[1/1]" in out and "1 iterations logged" in out and (run / "curves.png").is_file()
+    monkeypatch.setenv("JAX_DISABLE_MOST_OPTIMIZATIONS", "0")
+    out = text_outputs(execute("evaluate.ipynb", tmp_path, monkeypatch, test_mode=False))
+    assert "1 checkpoints on 6x6; rating iter 1" in out
+    assert "16 games per pairing, 16 simulations per move for the checkpoints" in out  # the CPU sizes
+    assert "players: iter 1, random, greedy, alphabeta:depth=3" in out
+    assert "strongest checkpoint: iter 1" in out and (run / "elo.png").is_file()
 
 
 def test_workdir_mirror_sync_and_restore(tmp_path):

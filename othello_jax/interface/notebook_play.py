@@ -65,6 +65,15 @@ class NotebookGame:
         self._refresh()
         return self
 
+    def suggested_move(self) -> str:
+        """The move the agent would play in the user's position ('c2', 'pass'): the notebook plays
+        it when no move is typed. '' once the game is over or while it is not the user's turn."""
+        if self.session.is_over or self.session.to_move != self.human:
+            return ""
+        self._key, key = jax.random.split(self._key)
+        action = self.session.agent_move(self.agent, key)
+        return "pass" if action == self.session.game.pass_action else square_name(action, self.session.game.size)
+
     def undo(self) -> NotebookGame:
         """Take back the user's last move and the agent's replies."""
         self.message = "took back your last move" if self.session.undo_turn(self.human) else "nothing to undo"
