@@ -140,7 +140,7 @@ def with_endgame_solve(player: Player, solve: int | None = None, spec: str | Non
     import numpy as np
 
     from othello_jax.agents import parse_spec, with_exact_endgame
-    from othello_jax.solver import CSolverUnavailable, count_empties, resolve_backend
+    from othello_jax.solver import CSolverUnavailable, empties_on_host, resolve_backend
 
     if solve is not None and solve < 0:
         raise AgentOptionError(f"--solve must be >= 0 empty squares, got {solve}")
@@ -177,7 +177,7 @@ def with_endgame_solve(player: Player, solve: int | None = None, spec: str | Non
         def act(states: State, key: jax.Array) -> np.ndarray:
             actions = agent.act(states, key)
             live = ~np.asarray(states.terminal)
-            solved[0] = bool(live.any() and np.all(np.asarray(count_empties(states, game))[live] <= depth))
+            solved[0] = bool(live.any() and np.all(empties_on_host(states, game)[live] <= depth))
             if solved[0] and player.analyzer is not None:
                 player.analyzer.last_move = None  # the search ran, but its move was not played
             return actions

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
@@ -49,10 +48,13 @@ class PositionAnalysis(NamedTuple):
 
 def summarize(result: SearchResult, index: int, game: Othello, value_margin: float = 0.0) -> PositionAnalysis:
     """The ``index``-th root of a batched search result as host-side numbers (values on the scale
-    of a network with ``value_margin``)."""
-    pick = lambda x: np.asarray(x[index])
+    of a network with ``value_margin``). In numpy: after every move of a player, no jax operation
+    to compile (its first move ran eleven)."""
+    pick = lambda x: np.asarray(x)[index]
     legal = pick(result.legal)
-    prior = np.asarray(jax.nn.softmax(jnp.where(legal, pick(result.prior_logits), -jnp.inf)))
+    weights = np.exp(np.where(legal, pick(result.prior_logits) - np.max(pick(result.prior_logits), where=legal,
+                                                                         initial=-np.inf), -np.inf))
+    prior = weights / max(np.sum(weights), np.finfo(weights.dtype).tiny)  # no legal move (a finished game): zeros
     visits, q = pick(result.visit_counts), pick(result.q)
     moves = [MoveStat(int(a), square_name(int(a), game.size), float(prior[a]), int(visits[a]), float(q[a]))
              for a in np.flatnonzero(legal)]

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from othello_jax.game import (
@@ -25,7 +24,6 @@ from othello_jax.game import (
     NotationError,
     Othello,
     State,
-    batch_of_one,
     format_transcript,
     parse_board,
     parse_square,
@@ -41,8 +39,10 @@ class IllegalMove(NotationError):
 
 
 @functools.cache
-def _jitted_step(game: Othello):
-    return jax.jit(game.step)
+def _compiled(game: Othello, rule: str) -> Callable:
+    """``game.<rule>`` (init, step, legal_moves) as one compiled program: run op by op on one
+    position, each rule compiles a dozen small programs (a player's first move ran 27)."""
+    return jax.jit(getattr(game, rule))
 
 
 def color_name(color: int) -> str:
@@ -89,7 +89,7 @@ class GameSession:
 
     def legal_actions(self) -> list[int]:
         """Legal actions in the current position (``[pass]`` when forced, ``[]`` at the end)."""
-        return [int(a) for a in np.flatnonzero(np.asarray(self.game.legal_moves(self.state)))]
+        return [int(a) for a in np.flatnonzero(np.asarray(_compiled(self.game, "legal_moves")(self.state)))]
 
     def must_pass(self) -> bool:
         return self.legal_actions() == [self.game.pass_action]
@@ -146,7 +146,7 @@ class GameSession:
         """Play a legal action for the side to move."""
         action = int(action)
         self.check_legal(action)
-        self.states.append(_jitted_step(self.game)(self.state, jnp.int32(action)))
+        self.states.append(_compiled(self.game, "step")(self.state, np.int32(action)))
         self.actions.append(action)
 
     def undo(self, plies: int = 1) -> int:
@@ -168,7 +168,7 @@ class GameSession:
 
     def reset(self, start: State | None = None) -> None:
         """Back to ``start`` (default: the initial position) with no moves played."""
-        self.states: list[State] = [self.game.init() if start is None else start]
+        self.states: list[State] = [_compiled(self.game, "init")() if start is None else start]
         self.actions: list[int] = []
         self.from_initial = start is None  # whether the actions are a whole game so far
 
@@ -227,5 +227,7 @@ def announce_preparation(agent: Any, game: Othello, say: Say | None = None) -> c
 
 
 def agent_action(agent: Any, state: State, key: jax.Array) -> int:
-    """The action an agent (``act(batched_state, key) -> int32[B]``) picks for one position."""
-    return int(np.asarray(agent.act(batch_of_one(state), key)).reshape(-1)[0])
+    """The action an agent (``act(batched_state, key) -> int32[B]``) picks for one position (given
+    as a batch of one made in numpy: no jax operation to compile)."""
+    batch = jax.tree.map(lambda x: np.asarray(x)[None], state)
+    return int(np.asarray(agent.act(batch, key)).reshape(-1)[0])

@@ -109,7 +109,7 @@ def load(reference: str | Path) -> tuple[NetworkConfig, dict, int, dict]:
     if mismatch:
         raise PortableNetworkError(f"network file {path} does not hold the {size}x{size} network its meta names "
                                    f"({mismatch})")
-    return config, dict(jax.tree.map(jax.numpy.asarray, variables)), size, meta
+    return config, dict(jax.device_put(variables)), size, meta  # not jnp.asarray: a program compiled per shape
 
 
 def variables_mismatch(config: NetworkConfig, board_size: int, variables: dict) -> str:

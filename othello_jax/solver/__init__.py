@@ -13,13 +13,21 @@ empty squares counted for the winner.
 
 from othello_jax.solver.c_solver import CSolver, CSolverUnavailable
 from othello_jax.solver.exact_endgame import exact_endgame_act
-from othello_jax.solver.host import BACKENDS, Solution, count_empties, resolve_backend, solve, solve_many
+from othello_jax.solver.host import (
+    BACKENDS,
+    Solution,
+    count_empties,
+    empties_on_host,
+    resolve_backend,
+    solve,
+    solve_many,
+)
 from othello_jax.solver.jax_solver import SolveResult, solve_batch, solve_batch_jit
 from othello_jax.solver.obf import EndgameProblem, load_obf, parse_obf_line
 from othello_jax.solver.targets import exact_values
 
 __all__ = [
     "BACKENDS", "CSolver", "CSolverUnavailable", "EndgameProblem", "Solution", "SolveResult",
-    "count_empties", "exact_values", "load_obf", "parse_obf_line", "resolve_backend", "solve",
+    "count_empties", "empties_on_host", "exact_values", "load_obf", "parse_obf_line", "resolve_backend", "solve",
     "solve_batch", "solve_batch_jit", "solve_many", "exact_endgame_act",
 ]

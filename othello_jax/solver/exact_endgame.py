@@ -8,7 +8,7 @@ import numpy as np
 
 from othello_jax.errors import InputError
 from othello_jax.game import ActFn, Othello, State
-from othello_jax.solver.host import count_empties, resolve_backend, solve_many
+from othello_jax.solver.host import empties_on_host, resolve_backend, solve_many
 from othello_jax.solver.jax_solver import solve_batch
 
 
@@ -34,7 +34,7 @@ def exact_endgame_act(act_fn: ActFn, game: Othello, max_empties: int, backend: s
 
     def host_act(states: State, key: jax.Array) -> np.ndarray:
         actions = np.array(act_fn(states, key), np.int32)
-        small = np.asarray((count_empties(states, game) <= max_empties) & ~states.terminal)
+        small = (empties_on_host(states, game) <= max_empties) & ~np.asarray(states.terminal)
         if small.any():
             rows = jax.tree.map(lambda x: np.asarray(x)[small], states)
             actions[small] = solve_many(rows, game, backend)[1]

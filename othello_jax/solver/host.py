@@ -77,6 +77,14 @@ def count_empties(states: State, game: Othello) -> jax.Array:
     return game.num_squares - bb.popcount(states.mover) - bb.popcount(states.opponent)
 
 
+def empties_on_host(states: State, game: Othello) -> np.ndarray:
+    """:func:`count_empties` in numpy, for host code: no jax operation to compile (a player's
+    first move ran seven)."""
+    discs = np.asarray(bitboards_u64(states.mover) | bitboards_u64(states.opponent), np.uint64)
+    bits = np.unpackbits(np.ascontiguousarray(discs.reshape(-1, 1)).view(np.uint8), axis=1)
+    return game.num_squares - bits.sum(axis=1, dtype=np.int32).reshape(discs.shape)
+
+
 def solve_many(states: State, game: Othello = Othello(8), backend: str = "auto", alpha: int = -64,
                beta: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Solve a batch [B] of positions: (scores, actions, nodes) as numpy int arrays.
@@ -86,7 +94,7 @@ def solve_many(states: State, game: Othello = Othello(8), backend: str = "auto",
     """
     backend = resolve_backend(backend)
     if backend == "jax":
-        max_empties = int(np.max(np.asarray(count_empties(states, game)), initial=0))
+        max_empties = int(np.max(empties_on_host(states, game), initial=0))
         # round up so batches of similar depth share one compiled search
         result = solve_batch_jit(states, game, -(-max_empties // 4) * 4, alpha, beta)
         return tuple(np.asarray(x, np.int64) for x in (result.score, result.action, result.nodes))
