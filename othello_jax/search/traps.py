@@ -17,6 +17,11 @@ the opponent's first ``REPLIES`` legal replies (a trap found among them is a tra
 answers when we have at most ``ANSWERS`` (``DEEP_ANSWERS`` two plies below the root) of them
 (with more, the position is not called a trap). So a move called trapped is always lost to a
 wipeout by force; a trap outside those bounds is missed.
+
+The checks are most of a player's compiled search (its first move's compile time follows the
+program's size), so the program holds each piece once: the candidates' moves are played once
+for both depths, one wipeout test serves a position and the lines after it, the crowded case
+reuses the first group's loop body.
 """
 
 from __future__ import annotations
