@@ -72,7 +72,7 @@ def small_match(shared_data) -> tuple[MatchResult, list[list[int]], Agent, Agent
     first, second = parse_agent("greedy", game), parse_agent("random", game)
     calls = []
     result = play_match(game, first, second, lines, jax.random.PRNGKey(4), batch_size=5,
-                        progress=lambda done: calls.append((done.games, done.total)))
+                        progress=lambda done: calls.append((done.games, done.total, done.ply)))
     return result, lines, first, second, calls
 
 
@@ -129,7 +129,9 @@ def test_saved_games_read_back_as_the_records_and_a_bad_line_names_itself(small_
 
 def test_host_loop_plays_the_same_games_as_the_compiled_match(small_match):
     result, lines, first, second, progress = small_match
-    assert progress == [(10, 24), (20, 24), (24, 24)]
+    games = [done for done, _, _ in progress]
+    assert games == sorted(games) and {10, 20, 24} <= set(games) and games[-1] == 24  # each batch ends reported
+    assert {total for _, total, _ in progress} == {24}
     assert result.moves.shape[1] == len(lines) and result.black_disc_diff.shape == (2, len(lines))
     host = [dataclasses.replace(agent, jittable=False) for agent in (first, second)]
     again = play_match(result.game, host[0], host[1], lines, jax.random.PRNGKey(4), batch_size=5)

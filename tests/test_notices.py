@@ -5,6 +5,7 @@ C solver's first build."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from othello_jax import notices
@@ -125,40 +127,66 @@ def test_the_engine_command_keeps_its_stdout_to_protocol_lines():
 
 # ---- eval: progress as games finish -----------------------------------------------------------
 EVAL = ["--black=greedy", "--white=random", "--size=4", "--games=40", "--seed=3"]
-PROGRESS = re.compile(r"^  (\d+)/40 games, score (\d\.\d{3}) so far, \d+m\d\ds$")
+PROGRESS = re.compile(r"^  (\d+)/40 games over \(ply (\d+)\)(, score (\d\.\d{3}) so far)?, \d+m\d\ds$")
 
 
-def test_eval_reports_progress_by_default_with_the_result_of_that_batch(capsys):
-    assert arena.progress_batch(20, "cpu") == 10  # 20 openings: two batches, at least 10 openings each
+def test_eval_reports_progress_and_the_result_of_the_whole_batch(monkeypatch, capsys):
+    monkeypatch.setattr(eval_command, "PROGRESS_SECONDS", 0.0)  # a line at every report (a tiny match is fast)
     assert eval_command.main(EVAL) == 0
     out = capsys.readouterr().out.splitlines()
     progress = [PROGRESS.match(line) for line in out if PROGRESS.match(line)]
-    assert [int(m.group(1)) for m in progress] == [20, 40]
-    assert eval_command.main(EVAL + ["--batch=10"]) == 0
+    plies = [int(m.group(2)) for m in progress]
+    assert len(progress) >= 3 and plies == sorted(plies) and all(ply % arena.progress_plies(Othello(4)) == 0
+                                                                  for ply in plies[:-1])
+    games = [int(m.group(1)) for m in progress]
+    assert games == sorted(games) and games[-1] == 40
+    assert eval_command.main(EVAL + ["--batch=20"]) == 0  # all 20 openings at once, as without progress lines
     batched = capsys.readouterr().out.splitlines()
     timed = lambda line: line.startswith(("  time", "compil")) or PROGRESS.match(line)  # times differ
-    summary = lambda lines: [line for line in lines if not timed(line)]
-    assert summary(out) == summary(batched)  # the same games
+    assert [line for line in out if not timed(line)] == [line for line in batched if not timed(line)]
     score = next(line for line in out if line.startswith("  score")).split()[1]
-    assert progress[-1].group(2) == score  # the last line's score is the match's
+    assert progress[-1].group(4) == score  # the last line's score is the match's
 
 
-def test_eval_json_keeps_stdout_to_the_result_and_progress_on_stderr(capsys):
+def test_eval_json_keeps_stdout_to_the_result_and_progress_on_stderr(monkeypatch, capsys):
+    monkeypatch.setattr(eval_command, "PROGRESS_SECONDS", 0.0)
     assert eval_command.main(EVAL + ["--json"]) == 0
     out, err = capsys.readouterr()
     record = json.loads(out)  # one JSON line
     assert record["games"] == 40 and record["wins"] + record["draws"] + record["losses"] == 40
-    assert [int(m.group(1)) for m in map(PROGRESS.match, err.splitlines()) if m] == [20, 40]
+    assert [int(m.group(1)) for m in map(PROGRESS.match, err.splitlines()) if m][-1] == 40
     assert err.splitlines()[0] == "40 games on 4x4: greedy vs random (2-ply near-even openings)"
 
 
-def test_progress_batches_are_even_and_never_small():
-    assert arena.progress_batch(100, "cpu") == 10
-    assert arena.progress_batch(97, "cpu") == 10  # 10 batches, the last padded by 3
-    assert arena.progress_batch(7, "cpu") == 7  # one batch: too few openings to split
-    assert arena.progress_batch(35, "cpu") == 9  # 4 batches of 9: the last padded by 1
-    assert arena.progress_batch(1000, "gpu") == 500  # an accelerator's batches stay large
-    assert arena.progress_batch(100, "tpu") == 100
+def test_progress_lines_come_at_most_every_few_seconds():
+    lines = []
+    show = eval_command.progress_lines(lines.append, every=5.0)
+    for seconds in (1.0, 4.9, 5.0, 7.0, 10.5, 11.0):
+        show(arena.MatchProgress(int(seconds), 40, 6, None if seconds < 5 else 0.5, seconds))
+    assert lines == ["  5/40 games over (ply 6), score 0.500 so far, 0m05s",
+                     "  10/40 games over (ply 6), score 0.500 so far, 0m10s"]
+
+
+@pytest.mark.parametrize("host", [False, True])
+def test_a_match_reporting_progress_plays_the_same_games(host):
+    """The compiled loop run a few plies at a time (and the host loop reporting) plays what the
+    match plays in one go; the reports count the games over as they end."""
+    game = Othello(6)
+    lines = arena.match_openings(game, 12, jax.random.PRNGKey(5))
+    first, second = parse_agent("greedy", game), parse_agent("random", game)
+    if host:
+        first, second = (dataclasses.replace(agent, jittable=False) for agent in (first, second))
+    whole = arena.play_match(game, first, second, lines, jax.random.PRNGKey(6))
+    reports = []
+    again = arena.play_match(game, first, second, lines, jax.random.PRNGKey(6), progress=reports.append)
+    np.testing.assert_array_equal(again.moves, whole.moves)
+    np.testing.assert_array_equal(again.black_disc_diff, whole.black_disc_diff)
+    stretch = arena.progress_plies(game)
+    assert [done.ply for done in reports[:-1]] == [stretch * (i + 1) for i in range(len(reports) - 1)]
+    assert reports[-1].games == 12 and reports[-1].score == pytest.approx(whole.summary().score)
+    ends = np.count_nonzero(whole.moves >= 0, axis=-1)  # plies each game lasted after its opening
+    for done in reports:
+        assert done.games == np.count_nonzero(ends <= done.ply)
 
 
 # ---- compiling in the arena and in training -------------------------------------------------------

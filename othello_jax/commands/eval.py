@@ -7,10 +7,9 @@
 --black names the first player (black in the first game of every opening, white in the
 second). Agent specs: see the --black help below.
 
-The match is played a batch of openings at a time, with a line as each batch ends (games over,
-the first player's score so far, the time), about ten lines in all; --batch=N plays N openings
-at a time instead. With --json the result is one JSON line on standard output and every other
-line goes to standard error.
+While the match is played a line every few seconds says how far it is: the games over, the ply,
+the first player's score over the games over, the time. With --json the result is one JSON line
+on standard output and every other line goes to standard error.
 
 Against perfect (6x6) the other agent is also judged: disc loss per game against the exact
 value of each opening, the share of games keeping the game-theoretic outcome, and its share
@@ -22,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 
 import jax
 
@@ -33,21 +33,39 @@ from othello_jax.commands.command import add_json_flag, failure, make_parser, pr
 from othello_jax.errors import InputError
 from othello_jax.evaluation.arena import (
     ArenaError,
+    MatchProgress,
     MatchResult,
     format_summary,
     match_openings,
     play_match,
-    progress_batch,
 )
 from othello_jax.evaluation.perfect_play import PerfectPlayReport, judge_match
 from othello_jax.evaluation.perfect_play import format_report as format_perfect
 from othello_jax.game import SIZES, Othello
-from othello_jax.notices import to_stream
+from othello_jax.notices import Say, to_stream
 
 SPEC_HELP = ("agent spec: random | greedy | alphabeta:depth=D | mcts:sims=S[,rollouts=R] | "
              "net:ckpt=PATH[,sims=S,search=gumbel|puct,temp=T,traps=0|1] | net:preset=tiny|small|... | "
              'gtp:cmd="ENGINE ARGS"[,timeout=SEC] | perfect[:cache=DIR] (exact play, up to 6x6); '
              'any with ,solve=E (exact play at <= E empties)')
+
+
+PROGRESS_SECONDS = 5.0  # at most one progress line this often
+
+
+def progress_lines(say: Say, every: float | None = None) -> Callable[[MatchProgress], None]:
+    """A match's progress callback printing ``  48/200 games over (ply 42), score 0.562 so far,
+    1m12s`` once ``every`` seconds (default PROGRESS_SECONDS) have passed since the last line (or
+    the start)."""
+    every = PROGRESS_SECONDS if every is None else every
+    shown = [0.0]  # the match's seconds at the last line
+
+    def show(done: MatchProgress) -> None:
+        if done.seconds - shown[0] >= every:
+            shown[0] = done.seconds
+            say("  " + done.line())
+
+    return show
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,9 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "(default when no --openings: 2/4/6 on 4/6/8 boards)")
     parser.add_argument("--size", type=int, default=8, help="board size 4, 6 or 8 (default 8)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (openings, random agents)")
-    parser.add_argument("--batch", type=int, default=0,
-                        help="openings played at a time, with a progress line after each batch (default: about "
-                             "a tenth of them, at least 10 on a CPU and 512 on an accelerator)")
+    parser.add_argument("--batch", type=int, default=0, help="openings played at a time (default: all)")
     parser.add_argument("--save-games", help="write every game's transcript and result to this file")
     add_json_flag(parser)
     return parser
@@ -110,10 +126,9 @@ def main(argv: list[str]) -> int:
         first, second = agents
         source = args.openings or f"{len(lines[0])}-ply near-even openings"
         say(f"{args.games} games on {args.size}x{args.size}: {first.name} vs {second.name} ({source})")
-        batch = args.batch or progress_batch(len(lines))
-        progress = (lambda done: say("  " + done.line())) if batch < len(lines) else None
         try:
-            result = play_match(game, first, second, lines, play_key, batch_size=batch, progress=progress, say=say)
+            result = play_match(game, first, second, lines, play_key, batch_size=args.batch or None,
+                                progress=progress_lines(say), say=say)
         except (ArenaError, EngineError) as error:  # engine failures, illegal moves
             return fail(str(error), code=1)
         report = None

@@ -6,9 +6,8 @@ and every ply, passes included, changes it), so at every ply the first agent mov
 one copy of each opening and the second agent in the other: each agent is called once per ply
 on a batch of M positions, one per opening, with no wasted work. When both agents are
 jittable the whole match is one compiled ``while_loop``; otherwise a host loop calls the agents
-once per ply. A match can be played a batch of openings at a time (all batches share one
-compiled program), reporting after each batch: ``progress_batch`` is the batch `othello-jax eval`
-reports progress with.
+once per ply. A match that reports its progress runs that loop a few plies at a time (the same
+program, the same games: the loop's state goes back in as it came out).
 """
 
 from __future__ import annotations
@@ -109,35 +108,58 @@ def _parametric(agent: Agent) -> tuple[Callable, object]:
     return _ignoring_params(agent.act), None
 
 
+class _Match(NamedTuple):
+    """A compiled match's loop state: plies played, both copies of every opening, the moves so
+    far (int32[2, M, T], -1 where none), the key, the illegal-move flags of each agent (bool[M])."""
+
+    ply: jax.Array
+    s0: State
+    s1: State
+    moves: jax.Array
+    key: jax.Array
+    bad_first: jax.Array
+    bad_second: jax.Array
+
+
+def _match_start(game: Othello, starts: State, key: jax.Array) -> _Match:
+    """The loop state before the first ply (host arrays: nothing to compile)."""
+    count = starts.ply.shape[0]
+    no = np.zeros(count, bool)
+    return _Match(np.int32(0), starts, starts, np.full((2, count, max_plies(game)), -1, np.int32), key, no, no)
+
+
 @functools.lru_cache(maxsize=16)
 def _compiled_match(game: Othello, first_fn: Callable, second_fn: Callable) -> Callable:
-    """The whole match as one jitted function of (copy 0 starts, copy 1 starts, key, params of
-    the first agent, params of the second)."""
+    """The match as one jitted function of (loop state, the ply to stop at, params of the first
+    agent, params of the second) -> loop state: it plays until every game is over or that ply."""
     plies = max_plies(game)
 
-    def run(s0: State, s1: State, key: jax.Array, first_params, second_params):
-        count = s0.ply.shape[0]
-        no = jnp.zeros(count, bool)
-        init = (jnp.zeros((), jnp.int32), s0, s1, jnp.full((2, count, plies), -1, jnp.int32), key, no, no)
+    def run(match: _Match, stop: jax.Array, first_params, second_params) -> _Match:
+        def cond(match: _Match) -> jax.Array:
+            return (match.ply < jnp.minimum(stop, plies)) & ~jnp.all(match.s0.terminal & match.s1.terminal)
 
-        def cond(carry):
-            t, s0, s1 = carry[:3]
-            return (t < plies) & ~jnp.all(s0.terminal & s1.terminal)
-
-        def body(carry):
-            t, s0, s1, moves, key, bad_first, bad_second = carry
+        def body(match: _Match) -> _Match:
+            t, s0, s1, moves, key, bad_first, bad_second = match
             key, first_key, second_key = jax.random.split(key, 3)
             for_first, for_second, first_in_0 = _split(s0, s1)
             s0, s1, m0, m1, ill_f, ill_s = _advance(game, s0, s1, first_in_0,
                                                     first_fn(first_params, for_first, first_key),
                                                     second_fn(second_params, for_second, second_key))
             moves = jax.lax.dynamic_update_slice(moves, jnp.stack([m0, m1])[:, :, None], (0, 0, t))
-            return t + 1, s0, s1, moves, key, bad_first | ill_f, bad_second | ill_s
+            return _Match(t + 1, s0, s1, moves, key, bad_first | ill_f, bad_second | ill_s)
 
-        _, s0, s1, moves, _, bad_first, bad_second = jax.lax.while_loop(cond, body, init)
-        return moves, s0, s1, bad_first, bad_second
+        return jax.lax.while_loop(cond, body, match)
 
     return jax.jit(run)
+
+
+def progress_plies(game: Othello) -> int:
+    """Plies a match plays between two reports of its progress: about a tenth of a game."""
+    return max(2, game.num_squares // 10)
+
+
+# (plies played, copy 0 and copy 1 of every opening now): what a match reports as it goes
+Report = Callable[[int, State, State], None]
 
 
 _EXECUTABLES: dict = {}  # signature -> compiled match, so compile time can be reported apart
@@ -154,9 +176,13 @@ def _saying(doing: str, say: Say | None, done: str) -> contextlib.AbstractContex
 
 
 def _play_compiled(game: Othello, first: Agent, second: Agent, starts: State, key: jax.Array,
-                   say: Say | None = None) -> _Played:
+                   say: Say | None = None, report: Report | None = None) -> _Played:
+    """The match as one compiled loop: to the end at once, or ``progress_plies`` at a time with
+    ``report`` after each stretch (the same games either way)."""
     (first_fn, first_params), (second_fn, second_params) = _parametric(first), _parametric(second)
-    args = (starts, starts, key, first_params, second_params)
+    plies = max_plies(game)
+    match = _match_start(game, starts, key)
+    args = (match, np.int32(plies), first_params, second_params)
     signature = (game, first_fn, second_fn, _shapes(args))
     compile_seconds = 0.0
     if signature not in _EXECUTABLES:
@@ -166,8 +192,16 @@ def _play_compiled(game: Othello, first: Agent, second: Agent, starts: State, ke
         with _saying(compiling(f"the match {first.name} vs {second.name}"), say, "compiled"):
             _EXECUTABLES[signature] = _compiled_match(game, first_fn, second_fn).lower(*args).compile()
         compile_seconds = time.perf_counter() - begin
-    moves, s0, s1, bad_first, bad_second = _EXECUTABLES[signature](*args)
-    return _Played(np.asarray(moves), (s0, s1), np.asarray(bad_first), np.asarray(bad_second), compile_seconds)
+    stretch = plies if report is None else progress_plies(game)
+    while True:
+        match = _EXECUTABLES[signature](match, np.int32(min(int(match.ply) + stretch, plies)), first_params,
+                                         second_params)
+        if report is not None:
+            report(int(match.ply), match.s0, match.s1)
+        if int(match.ply) >= plies or bool(np.all(np.asarray(match.s0.terminal) & np.asarray(match.s1.terminal))):
+            break
+    return _Played(np.asarray(match.moves), (match.s0, match.s1), np.asarray(match.bad_first),
+                   np.asarray(match.bad_second), compile_seconds)
 
 
 @functools.cache
@@ -177,9 +211,10 @@ def _host_steps(game: Othello) -> tuple[Callable, Callable]:
 
 
 def _play_host(game: Othello, first: Agent, second: Agent, starts: State, key: jax.Array,
-               say: Say | None = None) -> _Played:
+               say: Say | None = None, report: Report | None = None) -> _Played:
     """Ply by ply from Python (for agents that cannot be traced, such as external engines).
-    ``say``: where to say that the first ply compiles the agents' programs (for agents with any)."""
+    ``say``: where to say that the first ply compiles the agents' programs (for agents with any);
+    ``report`` is called every ``progress_plies`` plies and at the end."""
     split, advance = _host_steps(game)
     s0 = s1 = starts
     columns, bad_first, bad_second = [], False, False
@@ -195,6 +230,10 @@ def _play_host(game: Othello, first: Agent, second: Agent, starts: State, key: j
         s0, s1, m0, m1, ill_f, ill_s = advance(s0, s1, first_in_0, first_actions, second_actions)
         columns.append(np.stack([np.asarray(m0), np.asarray(m1)]))
         bad_first, bad_second = bad_first | np.asarray(ill_f), bad_second | np.asarray(ill_s)
+        if report is not None and (ply + 1) % progress_plies(game) == 0:
+            report(ply + 1, s0, s1)
+    if report is not None and len(columns) % progress_plies(game):
+        report(len(columns), s0, s1)  # the end
     count = starts.ply.shape[0]
     moves = np.full((2, count, max_plies(game)), -1, np.int32)
     if columns:
@@ -377,38 +416,28 @@ def _black_disc_diff(game: Othello, states: State) -> jax.Array:
 # the entry points
 # ---------------------------------------------------------------------------------------------
 class MatchProgress(NamedTuple):
-    """A match so far, after a batch of openings: games over, of all, the first agent's score over
-    those, and the seconds since the match began (compiling included)."""
+    """A match so far: games over, of all, the plies its batch has played, the first agent's
+    score over the games over (None before the first), the seconds since it began (compiling
+    included)."""
 
     games: int
     total: int
-    score: float
+    ply: int
+    score: float | None
     seconds: float
 
     def line(self) -> str:
-        """``48/200 games, score 0.562 so far, 1m12s``."""
+        """``48/200 games over (ply 42), score 0.562 so far, 1m12s``."""
         minutes, seconds = divmod(int(round(self.seconds)), 60)
-        return f"{self.games}/{self.total} games, score {self.score:.3f} so far, {minutes}m{seconds:02d}s"
+        score = "" if self.score is None else f", score {self.score:.3f} so far"
+        return f"{self.games}/{self.total} games over (ply {self.ply}){score}, {minutes}m{seconds:02d}s"
 
 
-# Openings per batch below which a CPU plays a match less efficiently: the network search's CPU
-# time per position at 64 simulations was flat from 10 positions up and 35% higher at 5
-# (builtin:8x8, 2026-11-29). An accelerator plays a batch in about the time of one position, so
-# there a batch is never smaller than ACCELERATOR_BATCH openings (a batch more costs its time).
-CPU_BATCH = 10
-ACCELERATOR_BATCH = 512
-PROGRESS_REPORTS = 10  # batches a match is cut into for its progress (about one line per 10%)
-
-
-def progress_batch(openings: int, backend: str | None = None) -> int:
-    """Openings per batch when a match reports its progress: about PROGRESS_REPORTS equal batches
-    (the last one padded by fewer openings than there are batches), none smaller than the
-    backend's efficient batch (``backend``: jax's default when None)."""
-    backend = backend or jax.default_backend()
-    smallest = CPU_BATCH if backend == "cpu" else ACCELERATOR_BATCH
-    size = max(math.ceil(openings / PROGRESS_REPORTS), smallest)
-    batches = math.ceil(openings / size)
-    return max(math.ceil(openings / batches), 1)  # as many batches, evened out: the least padding
+@functools.cache
+def _disc_diffs(game: Othello) -> Callable[[State, State], jax.Array]:
+    """Jitted (copy 0, copy 1) -> int32[2, M] black's final disc differences (one program, not
+    one per operation)."""
+    return jax.jit(lambda s0, s1: jnp.stack([_black_disc_diff(game, s0), _black_disc_diff(game, s1)]))
 
 
 def play_match(game: Othello, first: Agent, second: Agent, lines: Sequence[Sequence[int]], key: jax.Array,
@@ -417,8 +446,9 @@ def play_match(game: Othello, first: Agent, second: Agent, lines: Sequence[Seque
     """Play every opening line twice (colours swapped): ``2 * len(lines)`` games.
 
     ``batch_size`` openings are played at a time (default: all at once; every batch shares one
-    compiled program); ``progress(MatchProgress)`` is called after each batch. ``say`` prints a
-    line before compiling (and how long it took).
+    compiled program). ``progress(MatchProgress)`` is called every ``progress_plies`` plies and
+    at the end of each batch (the games are the same without it). ``say`` prints a line before
+    compiling (and how long it took).
     """
     starts, lines = openings_lib.replay(lines, game)
     for agent in (first, second):
@@ -428,15 +458,32 @@ def play_match(game: Othello, first: Agent, second: Agent, lines: Sequence[Seque
     count = len(lines)
     batch_size = count if not batch_size else min(batch_size, count)
     begin = time.perf_counter()
-    moves, diffs, compile_seconds, scores = [], [], 0.0, []
+    moves, diffs, compile_seconds = [], [], 0.0
+
+    def report_batch(used: int) -> Report | None:
+        """Report the games over so far, those of the batch playing (its first ``used`` openings) included."""
+        if progress is None:
+            return None
+        before = first_scores(np.concatenate(diffs, axis=1)).ravel() if diffs else np.zeros(0)
+
+        def report(ply: int, s0: State, s1: State) -> None:
+            over = np.stack([np.asarray(s0.terminal), np.asarray(s1.terminal)])[:, :used]
+            now = first_scores(np.asarray(_disc_diffs(game)(s0, s1))[:, :used])[over]
+            scores = np.concatenate([before, now])
+            progress(MatchProgress(int(scores.size), 2 * count, ply, float(scores.mean()) if scores.size else None,
+                                   time.perf_counter() - begin))
+
+        return report
+
     for start in range(0, count, batch_size):
         key, batch_key = jax.random.split(key)
         rows = np.arange(start, start + batch_size)
         # a compiled match pads the last batch (repeating an opening) so that all batches share one compile
         rows = np.where(rows < count, rows, start) if compiled else rows[rows < count]
         chunk = jax.tree.map(lambda x: x[rows], starts)
-        played = (_play_compiled if compiled else _play_host)(game, first, second, chunk, batch_key, say)
         used = min(batch_size, count - start)
+        played = (_play_compiled if compiled else _play_host)(game, first, second, chunk, batch_key, say,
+                                                              report_batch(used))
         played = played._replace(moves=played.moves[:, :used], illegal_first=played.illegal_first[:used],
                                  illegal_second=played.illegal_second[:used],
                                  final=jax.tree.map(lambda x: x[:used], played.final))
@@ -447,11 +494,7 @@ def play_match(game: Othello, first: Agent, second: Agent, lines: Sequence[Seque
                                  f"({format_transcript(lines[where], game.size)})")
         compile_seconds += played.compile_seconds
         moves.append(played.moves)
-        diffs.append(np.stack([np.asarray(_black_disc_diff(game, s)) for s in played.final]))
-        if progress is not None:
-            scores.append(first_scores(diffs[-1]))
-            progress(MatchProgress(2 * min(start + batch_size, count), 2 * count,
-                                   float(np.concatenate(scores, axis=1).mean()), time.perf_counter() - begin))
+        diffs.append(np.asarray(_disc_diffs(game)(*played.final)))
     return MatchResult(game, first.name, second.name, [list(line) for line in lines], np.concatenate(moves, axis=1),
                        np.concatenate(diffs, axis=1), time.perf_counter() - begin - compile_seconds, compile_seconds)
 
