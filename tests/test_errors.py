@@ -32,10 +32,10 @@ from othello_jax.training import metrics
 
 fail_at, write = int(sys.argv[1]), metrics.MetricsLog.write
 
-def write_or_fail(self, record):
+def write_or_fail(self, record, **options):
     if int(record.get("iteration", 0)) >= fail_at:
         raise RuntimeError("injected failure\\nwith a second line")
-    write(self, record)
+    write(self, record, **options)
 
 metrics.MetricsLog.write = write_or_fail
 sys.exit(cli.main(sys.argv[2:]))
