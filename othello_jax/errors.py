@@ -19,3 +19,14 @@ def need(ok: bool, message: str) -> None:
     """Raise ``InputError(message)`` unless ``ok``: the one-line check the settings validators use."""
     if not ok:
         raise InputError(message)
+
+
+def first_line(message: object, limit: int | None = None) -> str:
+    """The first line of ``message`` (an exception with no text: its type's name), cut to ``limit``
+    characters when given: what a one-line error quotes of an error from a library."""
+    text = str(message).strip()
+    if text:
+        line = text.splitlines()[0]
+    else:
+        line = type(message).__name__ if isinstance(message, BaseException) else "failed"
+    return line if limit is None or len(line) <= limit else line[:limit - 3] + "..."

@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from othello_jax.errors import InputError
+from othello_jax.errors import InputError, first_line
 from othello_jax.pretrained import checkpoint_forms
 
 EXIT_BUG = 1
@@ -68,14 +68,6 @@ def failure(name: str) -> Callable[..., int]:
         return code
 
     return fail
-
-
-def first_line(message: object) -> str:
-    """The first line of ``message``; an exception with no text gives its type's name."""
-    text = str(message).strip()
-    if text:
-        return text.splitlines()[0]
-    return type(message).__name__ if isinstance(message, BaseException) else "failed"
 
 
 def run_command(name: str, main: Callable[[list[str]], int | None], argv: list[str],

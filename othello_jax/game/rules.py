@@ -256,5 +256,6 @@ class Othello:
 
 
 def batch_of_one(state: State) -> State:
-    """Add a leading batch axis of size 1 to every leaf."""
-    return jax.tree.map(lambda x: jnp.asarray(x)[None], state)
+    """Add a leading batch axis of size 1 to every leaf, on the host (numpy): a player wraps each
+    position it is asked about, and jnp's indexing compiled a small program per leaf."""
+    return jax.tree.map(lambda x: np.asarray(x)[None], state)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 import jax
 
-from othello_jax.errors import InputError
+from othello_jax.errors import InputError, first_line
 from othello_jax.game import SIZES, Othello, batch_of_one
 from othello_jax.game.ggf import move_text, parse_game, parse_move_item
 from othello_jax.interface.agent_cache import AgentFactory, AgentsBySize
@@ -137,7 +137,7 @@ class NboardEngine:
         try:
             yield from handler(text)
         except InputError as error:
-            raise InputError(f"{label}: {_first_line(error)}") from None
+            raise InputError(f"{label}: {first_line(error)}") from None
 
     # ---- handlers -----------------------------------------------------------------------
     def _nboard(self, text: str) -> Iterator[str]:
@@ -303,10 +303,6 @@ def _integer(text: str, usage: str) -> int:
     return int(token)
 
 
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
 def serve(engine: NboardEngine, stdin: TextIO, stdout: TextIO, stderr: TextIO | None = None) -> int:
     """Answer commands from ``stdin`` until ``quit`` or the end of input; returns the exit code (0).
 
@@ -321,10 +317,10 @@ def serve(engine: NboardEngine, stdin: TextIO, stdout: TextIO, stderr: TextIO | 
                     stdout.write(reply + "\n")
                     stdout.flush()
             except InputError as error:
-                print(f"othello-jax engine: {_first_line(error)}", file=stderr, flush=True)
+                print(f"othello-jax engine: {first_line(error)}", file=stderr, flush=True)
             except Exception as error:  # keep serving: the GUI still holds a game
                 print(f"othello-jax engine: internal error (a bug, please report it): {type(error).__name__}: "
-                      f"{_first_line(error)}", file=stderr, flush=True)
+                      f"{first_line(error)}", file=stderr, flush=True)
             if engine.finished:
                 break
     finally:

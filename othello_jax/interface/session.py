@@ -24,6 +24,7 @@ from othello_jax.game import (
     NotationError,
     Othello,
     State,
+    batch_of_one,
     format_transcript,
     parse_board,
     parse_square,
@@ -227,7 +228,5 @@ def announce_preparation(agent: Any, game: Othello, say: Say | None = None) -> c
 
 
 def agent_action(agent: Any, state: State, key: jax.Array) -> int:
-    """The action an agent (``act(batched_state, key) -> int32[B]``) picks for one position (given
-    as a batch of one made in numpy: no jax operation to compile)."""
-    batch = jax.tree.map(lambda x: np.asarray(x)[None], state)
-    return int(np.asarray(agent.act(batch, key)).reshape(-1)[0])
+    """The action an agent (``act(batched_state, key) -> int32[B]``) picks for one position."""
+    return int(np.asarray(agent.act(batch_of_one(state), key)).reshape(-1)[0])

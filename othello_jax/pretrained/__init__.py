@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from othello_jax.errors import InputError
+from othello_jax.errors import InputError, first_line
 
 if TYPE_CHECKING:
     from othello_jax.model import NetworkConfig
@@ -105,7 +105,7 @@ def load(reference: str | Path) -> tuple[NetworkConfig, dict, int, dict]:
         mismatch = variables_mismatch(config, size, variables)
     except Exception as error:  # a config this code cannot build: flax and jax raise many kinds
         raise PortableNetworkError(f"network file {path} has an unreadable network config "
-                                   f"({_first_line(error)})") from None
+                                   f"({first_line(error, limit=120)})") from None
     if mismatch:
         raise PortableNetworkError(f"network file {path} does not hold the {size}x{size} network its meta names "
                                    f"({mismatch})")
@@ -148,15 +148,8 @@ def _read(path: Path) -> tuple[dict, dict]:
         if not isinstance(meta, dict) or not isinstance(variables, dict):
             raise ValueError("its meta or variables are not mappings")
     except Exception as error:  # msgpack, JSON or layout errors all mean "not a network file"
-        raise PortableNetworkError(f"{path} is not a portable network file ({_first_line(error)})") from None
+        raise PortableNetworkError(f"{path} is not a portable network file ({first_line(error, limit=120)})") from None
     version = meta.get("format")
     if version != PORTABLE_FORMAT:
         raise PortableNetworkError(f"{path} has portable format {version!r}; this code reads format {PORTABLE_FORMAT}")
     return meta, dict(variables)
-
-
-def _first_line(error: BaseException, limit: int = 120) -> str:
-    """An error's first line, cut to ``limit`` characters (its type's name when it has no text)."""
-    text = str(error).strip()
-    line = text.splitlines()[0] if text else type(error).__name__
-    return line if len(line) <= limit else line[:limit - 3] + "..."
