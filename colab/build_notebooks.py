@@ -226,7 +226,7 @@ print(f"{len(devices)} {platform} device(s): config {name}, {config.board_size}x
 '''),
         new_markdown_cell("## Google Drive mirror\n\nIn Colab the Drive is mounted and, when the local "
                           "workdir is empty (a fresh runtime), the run is copied back from Drive first."),
-        new_code_cell('''from othello_jax.training import mirror as workdir_mirror
+        new_code_cell('''from othello_jax.training.runner import mirror as workdir_mirror
 
 if DRIVE_MIRROR.startswith("/content/drive"):
     try:
@@ -253,7 +253,7 @@ else:
                           "Drive as soon as it is written (a recycled runtime gets no warning). Interrupting "
                           "is safe: the iteration in flight finishes and is saved; run this cell again to "
                           "resume."),
-        new_code_cell('''from othello_jax.training import loop
+        new_code_cell('''from othello_jax.training.runner import loop
 
 on_checkpoint = workdir_mirror.checkpoint_hook(WORKDIR, DRIVE_MIRROR) if DRIVE_MIRROR else None
 try:
@@ -282,7 +282,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Image, display
 
 from othello_jax.evaluation.arena import score_to_elo
-from othello_jax.training.metrics import plot, read_records
+from othello_jax.training.runner.metrics import plot, read_records
 
 display(Image(filename=str(plot([WORKDIR], Path(WORKDIR) / "curves.png"))))
 records = read_records(WORKDIR)
@@ -346,7 +346,7 @@ from othello_jax.checkpoint import load_agent_variables
 
 if TEST_MODE and not (Path(WORKDIR) / "checkpoints").is_dir():  # a two-iteration run to rate
     from experiments.configs import tiny_test
-    from othello_jax.training import loop
+    from othello_jax.training.runner import loop
 
     config = tiny_test.get_config()
     config.iterations = 2

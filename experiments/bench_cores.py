@@ -80,8 +80,8 @@ def worker(devices: int, lanes: int, iterations: int) -> dict:
 
     from experiments.configs import othello6_cpu
     from experiments.timing import Stopwatch
-    from othello_jax.training.iteration import make_mesh
-    from othello_jax.training.program import make_train
+    from othello_jax.training.compiled.iteration import make_mesh
+    from othello_jax.training.runner.program import make_train
 
     assert jax.device_count() == devices, (jax.devices(), devices)
     config = othello6_cpu.get_config()
@@ -120,8 +120,9 @@ def supervised_worker(devices: int, steps: int, network: str) -> dict:
     from othello_jax.game import Othello
     from othello_jax.model import init_variables, make_network
     from othello_jax.solver import solved_moves
-    from othello_jax.training import label_data, supervised
-    from othello_jax.training.optimizers import make_optimizer
+    from othello_jax.training.compiled.optimizers import make_optimizer
+    from othello_jax.training.supervised import label_targets as label_data
+    from othello_jax.training.supervised import trainer as supervised
 
     assert jax.device_count() == devices, (jax.devices(), devices)
     config = get_config("labels6")  # num_devices 0: train_supervised's split over these devices

@@ -42,7 +42,7 @@ from experiments.timing import best_seconds, timed
 from othello_jax import search
 from othello_jax.game import Othello
 from othello_jax.model import PRESETS, NetworkConfig, init_variables, make_network
-from othello_jax.training import selfplay
+from othello_jax.training.compiled import selfplay
 
 
 def network(name: str, size: int, dtype: str) -> tuple[Callable, dict]:

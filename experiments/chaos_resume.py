@@ -136,8 +136,8 @@ def checkpoint_loader(args: list[str], workdir: Path):
 
     from othello_jax import checkpoint
     from othello_jax.commands.train import checkpoint_lanes, parse
-    from othello_jax.training.iteration import make_mesh
-    from othello_jax.training.program import make_train
+    from othello_jax.training.compiled.iteration import make_mesh
+    from othello_jax.training.runner.program import make_train
 
     config, _ = parse([*args, "--workdir=unused"])
     config.replay.lanes = checkpoint_lanes(workdir) or 0

@@ -60,7 +60,7 @@ def curve_figure(metrics: Path = METRICS):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from othello_jax.training.metrics import AXES, read_records
+    from othello_jax.training.runner.metrics import AXES, read_records
 
     minutes = dict(AXES)["minutes of training"]
     records = read_records(metrics)

@@ -28,8 +28,8 @@ import numpy as np
 from othello_jax.agents.neural import load_network, network_apply_fn
 from othello_jax.search import SearchSettings, default_search_config
 from othello_jax.solver.solved_moves import NO_VALUE, move_values, solver_pool
-from othello_jax.training import selfplay
-from othello_jax.training.selfplay_config import SelfPlaySettings, default_selfplay_config
+from othello_jax.training.compiled import selfplay
+from othello_jax.training.settings.selfplay_settings import SelfPlaySettings, default_selfplay_config
 
 BANDS = ((1, 6), (7, 12), (13, 16), (17, 20), (21, 24))
 EXACT_EMPTIES = 6  # othello6_cpu's selfplay.exact_endgame_empties

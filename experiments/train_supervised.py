@@ -26,7 +26,7 @@ from othello_jax.commands.configs import resolve_config, resolve_config_args
 from othello_jax.commands.train import devices_set_by_environment, use_host_devices
 from othello_jax.data.wthor import WthorError
 from othello_jax.errors import InputError
-from othello_jax.training import supervised
+from othello_jax.training.supervised import trainer as supervised
 
 _CONFIG = config_flags.DEFINE_config_file("config", resolve_config("supervised"),
                                           "supervised config: a shipped config's name (supervised:cpu) or a file")

@@ -36,9 +36,9 @@ _PUBLIC = {
     "parse_agent": "othello_jax.agents",
     "play_match": "othello_jax.evaluation.arena",
     "match_openings": "othello_jax.evaluation.arena",
-    "default_config": "othello_jax.training.config",
-    "make_train": "othello_jax.training.program",
-    "run": "othello_jax.training.loop",
+    "default_config": "othello_jax.training.settings.defaults",
+    "make_train": "othello_jax.training.runner.program",
+    "run": "othello_jax.training.runner.loop",
     "load_agent_variables": "othello_jax.checkpoint",
     "solve": "othello_jax.solver",
 }

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from ml_collections import ConfigDict
 
 from othello_jax.game import Othello
-from othello_jax.training.samples import Samples
+from othello_jax.training.compiled.samples import Samples
 
 
 def to_lanes(samples: Samples, lanes: int) -> Samples:
@@ -57,7 +57,7 @@ def learnable_samples(game: Othello, key: jax.Array, batch: int, plies: int) -> 
 
 def synthetic_config(**train_overrides) -> ConfigDict:
     """A 6x6 run config with a tiny network and small replay, sized for fast CPU tests."""
-    from othello_jax.training.config import default_config
+    from othello_jax.training.settings.defaults import default_config
 
     config = default_config()
     config.board_size = 6
@@ -74,7 +74,7 @@ def synthetic_config(**train_overrides) -> ConfigDict:
 def synthetic_program(config: ConfigDict, mesh=None, games: int = 16, plies: int = 12):
     """``make_train``'s program with the synthetic self-play below in every stage (its resign state
     counts the calls)."""
-    from othello_jax.training.program import make_train
+    from othello_jax.training.runner.program import make_train
 
     program = make_train(config, mesh)
     play = synthetic_selfplay(program.game, games, plies)

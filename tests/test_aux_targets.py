@@ -18,10 +18,10 @@ from othello_jax import checkpoint, search
 from othello_jax.game import Othello, symmetry
 from othello_jax.model import GlobalPoolBias, NetworkConfig, init_variables, make_network
 from othello_jax.search.network import evaluate
-from othello_jax.training import replay, selfplay
-from othello_jax.training import sgd as sgd_module
-from othello_jax.training.samples import FinalBoard, flatten, ownership_target, score_target
-from othello_jax.training.sgd import make_sgd_step
+from othello_jax.training.compiled import replay, selfplay
+from othello_jax.training.compiled import sgd as sgd_module
+from othello_jax.training.compiled.samples import FinalBoard, flatten, ownership_target, score_target
+from othello_jax.training.compiled.sgd import make_sgd_step
 from tests.game_helpers import ReferenceOthello
 from tests.synthetic_samples import learnable_samples, synthetic_config, synthetic_program
 
@@ -149,7 +149,7 @@ def test_global_pooling_keeps_shapes_and_its_biases_are_symmetry_invariant():
 @pytest.mark.optimized  # global pooling's gradient is NaN in XLA's -O0 CPU code (conftest)
 def test_a_tiny_run_with_every_option_logs_the_new_terms_and_checkpoints(tmp_path):
     from experiments.configs import tiny_test
-    from othello_jax.training import loop
+    from othello_jax.training.runner import loop
 
     config = tiny_test.get_config()
     config.iterations = 2
@@ -247,8 +247,8 @@ def test_with_every_option_off_training_adds_nothing():
 
 
 def test_bad_settings_are_one_line_errors():
-    from othello_jax.training.config import default_config
-    from othello_jax.training.settings import check_config
+    from othello_jax.training.settings.defaults import default_config
+    from othello_jax.training.settings.run_settings import check_config
 
     config = default_config()
     config.network.value_head = "pdf"

@@ -13,8 +13,8 @@ import pytest
 from othello_jax import checkpoint
 from othello_jax.checkpoint import CheckpointError
 from othello_jax.game import Othello
-from othello_jax.training import iteration as train
-from othello_jax.training.settings import network_config
+from othello_jax.training.compiled import iteration as train
+from othello_jax.training.settings.run_settings import network_config
 from tests.synthetic_samples import synthetic_config, synthetic_program
 
 GAME = Othello(6)
@@ -216,7 +216,7 @@ def test_a_run_written_before_the_package_layout_change_resumes(tmp_path):
     import shutil
 
     from experiments.configs import tiny_test
-    from othello_jax.training import loop
+    from othello_jax.training.runner import loop
 
     config = tiny_test.get_config()
     config.iterations = 3

@@ -1,4 +1,4 @@
-"""The run's clock (:mod:`othello_jax.training.clock`) on a fake time source: budget, schedule
+"""The run's clock (:mod:`othello_jax.training.runner.clock`) on a fake time source: budget, schedule
 position, stage lookup, save due, checkpoint meta. No sleeping, no JAX."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from othello_jax.training.clock import MARGIN, RECENT, RESERVE_SHARE, Cadence, RunClock
+from othello_jax.training.runner.clock import MARGIN, RECENT, RESERVE_SHARE, Cadence, RunClock
 
 
 class FakeTime:

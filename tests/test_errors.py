@@ -28,7 +28,7 @@ BUG_LINE = "internal error (a bug, please report it)"
 _FAILING_TRAIN = """
 import sys
 from othello_jax import cli
-from othello_jax.training import metrics
+from othello_jax.training.runner import metrics
 
 fail_at, write = int(sys.argv[1]), metrics.MetricsLog.write
 

@@ -51,8 +51,9 @@ from othello_jax.game import (
     square_name,
 )
 from othello_jax.interface.gtp_server import GtpEngine, serve
-from othello_jax.training.config import changeable_in_stages, default_config, parse_stages
-from othello_jax.training.settings import check_config
+from othello_jax.training.settings.defaults import default_config
+from othello_jax.training.settings.run_settings import check_config
+from othello_jax.training.settings.stages import changeable_in_stages, parse_stages
 
 PACKAGE = Path(othello_jax.__file__).resolve().parent
 REPO = PACKAGE.parent

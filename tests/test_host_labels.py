@@ -31,14 +31,15 @@ from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
 from othello_jax.solver import c_solver
 from othello_jax.solver.host import bitboards_u64, exact_signs, exact_signs_and_best
-from othello_jax.training import host_labels, loop, replay
-from othello_jax.training.config import default_config
-from othello_jax.training.iteration import make_mesh
-from othello_jax.training.metrics import read_records
-from othello_jax.training.program import TrainProgram, make_train
-from othello_jax.training.samples import Samples
-from othello_jax.training.selfplay_config import SelfPlaySettings
-from othello_jax.training.settings import check_config
+from othello_jax.training.compiled import replay
+from othello_jax.training.compiled.iteration import make_mesh
+from othello_jax.training.compiled.samples import Samples
+from othello_jax.training.runner import host_labels, loop
+from othello_jax.training.runner.metrics import read_records
+from othello_jax.training.runner.program import TrainProgram, make_train
+from othello_jax.training.settings.defaults import default_config
+from othello_jax.training.settings.run_settings import check_config
+from othello_jax.training.settings.selfplay_settings import SelfPlaySettings
 from tests.solver_helpers import BruteForce, random_positions
 from tests.synthetic_samples import synthetic_config, synthetic_program
 
@@ -349,8 +350,8 @@ TWO_DEVICES = textwrap.dedent(f"""
     import jax, numpy as np
     from othello_jax import checkpoint
     from othello_jax.solver.host import bitboards_u64
-    from othello_jax.training import loop
-    from othello_jax.training.iteration import make_mesh
+    from othello_jax.training.runner import loop
+    from othello_jax.training.compiled.iteration import make_mesh
     from tests.solver_helpers import BruteForce
     from tests.synthetic_samples import synthetic_program
     from tests.test_host_labels import host_config, popcount

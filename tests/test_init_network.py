@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from othello_jax.checkpoint import load_agent_variables, saved_steps
-from othello_jax.training import iteration as train
-from othello_jax.training import loop
-from othello_jax.training.program import make_train
+from othello_jax.training.compiled import iteration as train
+from othello_jax.training.runner import loop
+from othello_jax.training.runner.program import make_train
 from tests.conftest import tiny_config
 
 

@@ -1,5 +1,5 @@
-"""Supervised learning on exact labels (othello_jax/training/label_data.py, data.labels in
-othello_jax/training/supervised.py): targets from the move values, a short run's per-band
+"""Supervised learning on exact labels (othello_jax/training/supervised/label_targets.py, data.labels in
+othello_jax/training/supervised/trainer.py): targets from the move values, a short run's per-band
 metrics checked against the file, the checkpoint as a 6x6 agent, one-line errors (exit 2)."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from othello_jax.evaluation import labels as labels_lib
 from othello_jax.game import Othello
 from othello_jax.model import make_network
 from othello_jax.solver import solved_moves as ts
-from othello_jax.training import label_data, supervised
+from othello_jax.training.supervised import label_targets as label_data
+from othello_jax.training.supervised import trainer as supervised
 
 GAME = Othello(6)
 # a 6x6 position (8 empties) where the mover must pass and the opponent can move
@@ -276,8 +277,8 @@ def test_a_labels6_network_starts_the_quickstart_run(labels_file, tmp_path):
     """Pretraining on exact labels, then self-play: the quickstart (``othello6_cpu``) takes a
     ``:labels6`` run as its ``init_network`` as it is (same architecture and board)."""
     from experiments.configs import othello6_cpu
-    from othello_jax.training.iteration import make_mesh
-    from othello_jax.training.program import make_train
+    from othello_jax.training.compiled.iteration import make_mesh
+    from othello_jax.training.runner.program import make_train
 
     config = get_config("labels6")
     config.data.labels = str(labels_file)
@@ -323,8 +324,8 @@ def test_a_margin_value_network_learns_exact_values_and_plays_on_their_scale(lab
     with pytest.raises(InputError, match=r"value_margin must be in \[0, 1\]"):
         supervised.resolve(_config(labels_file, **{"network.value_margin": 1.5}))
     from experiments.configs import othello6_cpu
-    from othello_jax.training.iteration import make_mesh
-    from othello_jax.training.program import make_train
+    from othello_jax.training.compiled.iteration import make_mesh
+    from othello_jax.training.runner.program import make_train
 
     quickstart = othello6_cpu.get_config()
     quickstart.init_network = str(tmp_path / "run")

@@ -19,7 +19,7 @@ from othello_jax.game import Othello
 from othello_jax.solver import c_solver
 from othello_jax.solver import solved_moves as ts
 from othello_jax.solver.cache import SolvedPositions
-from othello_jax.training.label_data import targets
+from othello_jax.training.supervised.label_targets import targets
 from tests.solver_helpers import BruteForce
 
 GAME = Othello(6)

@@ -13,9 +13,9 @@ import pytest
 from experiments.configs import tiny_test
 from othello_jax.model import NetworkConfig, init_variables, make_network
 from othello_jax.search import SearchSettings
-from othello_jax.training import iteration as train
-from othello_jax.training import selfplay
-from othello_jax.training.program import make_selfplay_fn, make_train
+from othello_jax.training.compiled import iteration as train
+from othello_jax.training.compiled import selfplay
+from othello_jax.training.runner.program import make_selfplay_fn, make_train
 from tests.test_selfplay import GAME, main_config, play_one_lane, search_config
 
 LANES, PER_LANE = 4, 8

@@ -29,7 +29,7 @@ import pytest
 
 from othello_jax import checkpoint
 from othello_jax.commands.train import parse
-from othello_jax.training.program import make_train
+from othello_jax.training.runner.program import make_train
 
 REPO = Path(__file__).resolve().parents[1]
 ARGS = ["--config=experiments/configs/tiny_test.py", "--config.replay.lanes=2", "--config.checkpoint.every=1000"]

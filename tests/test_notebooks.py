@@ -174,7 +174,7 @@ def test_train_then_evaluate_notebooks_as_shipped(tmp_path, monkeypatch):
 
 
 def test_workdir_mirror_sync_and_restore(tmp_path):
-    from othello_jax.training import mirror as workdir_mirror
+    from othello_jax.training.runner import mirror as workdir_mirror
 
     run, mirror, fresh = tmp_path / "run", tmp_path / "mirror", tmp_path / "fresh"
     for relative in ["checkpoints/1/a", "checkpoints/2/a", "checkpoints/3.orbax-checkpoint-tmp-9/a",

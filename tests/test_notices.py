@@ -28,7 +28,7 @@ from othello_jax.game import Othello
 from othello_jax.interface import session as session_module
 from othello_jax.interface.gtp_server import GtpEngine, serve
 from othello_jax.solver import c_solver
-from othello_jax.training import arena_hooks, loop
+from othello_jax.training.runner import arena_hooks, loop
 
 REPO = Path(__file__).resolve().parents[1]
 CACHED = " (cached for next time)"  # the tests' own compilation cache is on (conftest)

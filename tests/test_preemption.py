@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from othello_jax.training import config as train_config
-from othello_jax.training.settings import check_config, resolve_stages
+from othello_jax.training.settings import stages as train_config
+from othello_jax.training.settings.run_settings import check_config, resolve_stages
 from tests.conftest import tiny_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,8 +82,8 @@ def test_sigint_in_process_stops_after_a_checkpoint_synced_by_the_hook(tmp_path)
     """SIGINT (Ctrl-C, a notebook's interrupt) during training: ``run`` raises ``TrainingInterrupted``
     after the checkpoint; ``on_checkpoint`` saw every checkpoint (here one per iteration from
     ``checkpoint.every_minutes``) and the previous SIGINT handler is back."""
-    from othello_jax.training import loop
-    from othello_jax.training import mirror as workdir_mirror
+    from othello_jax.training.runner import loop
+    from othello_jax.training.runner import mirror as workdir_mirror
 
     config = tiny_config(**{"iterations": 50, "checkpoint.every": 1000, "checkpoint.every_minutes": 1e-9})
     workdir, mirror = tmp_path / "run", tmp_path / "mirror"

@@ -241,7 +241,7 @@ def test_the_pictures_come_from_a_real_game_and_a_real_run():
     from experiments import make_figures
     from othello_jax.evaluation.arena import read_saved_games
     from othello_jax.game import BLACK, Othello, play_transcript
-    from othello_jax.training.metrics import read_records
+    from othello_jax.training.runner.metrics import read_records
 
     game = Othello(make_figures.BOARD_SIZE)
     saved_games = read_saved_games(make_figures.GAMES)

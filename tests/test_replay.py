@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from othello_jax.game import Othello, symmetry
-from othello_jax.training import replay
-from othello_jax.training.samples import Samples
+from othello_jax.training.compiled import replay
+from othello_jax.training.compiled.samples import Samples
 from tests.synthetic_samples import learnable_samples, to_lanes
 
 GAME = Othello(6)

@@ -7,9 +7,9 @@ import pytest
 
 from othello_jax.commands.train import parse
 from othello_jax.errors import InputError
-from othello_jax.training.config import default_config
-from othello_jax.training.retired import RETIRED_SETTINGS, check_retired
-from othello_jax.training.settings import check_config
+from othello_jax.training.settings.defaults import default_config
+from othello_jax.training.settings.retired import RETIRED_SETTINGS, check_retired
+from othello_jax.training.settings.run_settings import check_config
 
 REUSE = "search.reuse was removed: subtree reuse gave no gain at equal time (experiments/RESULTS.md, 'subtree reuse')"
 
@@ -45,7 +45,7 @@ def test_an_old_workdirs_config_dict_reads_and_a_turned_on_one_fails():
 ])
 def test_a_config_file_setting_a_retired_key_fails_in_one_line(tmp_path, body, key):
     path = tmp_path / "old.py"
-    path.write_text("from othello_jax.training.config import default_config\n\n\ndef get_config():\n"
+    path.write_text("from othello_jax.training.settings.defaults import default_config\n\n\ndef get_config():\n"
                     f"    c = default_config()\n    {body}\n    return c\n")
     with pytest.raises(InputError) as error:
         config, _ = parse([f"--config={path}", f"--workdir={tmp_path / 'run'}"])

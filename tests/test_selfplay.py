@@ -11,7 +11,7 @@ import pytest
 
 from othello_jax import search
 from othello_jax.game import BLACK, NotationError, Othello, play_transcript
-from othello_jax.training import selfplay
+from othello_jax.training.compiled import selfplay
 from tests.conftest import tiny_net
 
 GAME = Othello(4)

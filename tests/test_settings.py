@@ -11,9 +11,8 @@ import pytest
 
 from experiments.configs import supervised as supervised_configs
 from othello_jax.errors import InputError
-from othello_jax.training import supervised
-from othello_jax.training.config import default_config
-from othello_jax.training.settings import (
+from othello_jax.training.settings.defaults import default_config
+from othello_jax.training.settings.run_settings import (
     LossSettings,
     OptimizerSettings,
     RunSettings,
@@ -21,6 +20,7 @@ from othello_jax.training.settings import (
     resolve,
     resolve_stages,
 )
+from othello_jax.training.supervised import trainer as supervised
 
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = ("distributed", "replay", "train", "loss", "optimizer", "eval", "gating", "checkpoint")
@@ -191,8 +191,8 @@ def test_both_programs_network_sections_reach_every_network_field_they_offer():
     from ml_collections import ConfigDict
 
     from othello_jax.model import NetworkConfig
-    from othello_jax.training.config import SELFPLAY_WITHOUT, network_section
-    from othello_jax.training.settings import network_config
+    from othello_jax.training.settings.defaults import SELFPLAY_WITHOUT, network_section
+    from othello_jax.training.settings.run_settings import network_config
 
     changed = dict(blocks=3, channels=24, value_hidden=16, policy_channels=32, value_channels=8, dtype="bfloat16",
                    value_head="wdl", score_head=True, ownership_head=True, global_pool=True, move_planes=True,

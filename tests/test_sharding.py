@@ -20,8 +20,8 @@ SCRIPT = textwrap.dedent("""
     import json
     import jax, numpy as np
     from experiments.configs import tiny_test
-    from othello_jax.training import iteration as train
-    from othello_jax.training.program import make_train
+    from othello_jax.training.compiled import iteration as train
+    from othello_jax.training.runner.program import make_train
     from othello_jax.game import Othello
 
     assert len(jax.devices()) == 8, jax.devices()
@@ -74,7 +74,7 @@ SUPERVISED_SCRIPT = textwrap.dedent("""
     from othello_jax.checkpoint import load_agent_variables
     from othello_jax.evaluation import labels as labels_lib
     from othello_jax.solver import solved_moves as ts
-    from othello_jax.training import supervised
+    from othello_jax.training.supervised import trainer as supervised
 
     assert len(jax.devices()) == 4, jax.devices()
     shipped = ts.load().take(np.arange(0, 480, 6))  # 80 positions of the 6x6 test set
@@ -98,8 +98,8 @@ SUPERVISED_SCRIPT = textwrap.dedent("""
         # all-reduces in the compiled step: the gradient and batch-norm sums of a split batch
         from othello_jax.game import Othello
         from othello_jax.model import init_variables, make_network
-        from othello_jax.training import label_data
-        from othello_jax.training.optimizers import make_optimizer
+        from othello_jax.training.supervised import label_targets as label_data
+        from othello_jax.training.compiled.optimizers import make_optimizer
 
         config = get_config("test")
         settings = supervised.resolve(config)

@@ -18,7 +18,7 @@ from etils import epath
 
 from othello_jax import checkpoint
 from othello_jax.commands import train as train_command
-from othello_jax.training.program import make_train
+from othello_jax.training.runner.program import make_train
 
 TINY = "--config=experiments/configs/tiny_test.py"
 

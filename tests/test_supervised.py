@@ -17,8 +17,8 @@ from othello_jax.data import expert, move_prediction
 from othello_jax.game import Othello, transform_state
 from othello_jax.game import bitboard as bb
 from othello_jax.model import NetworkConfig, init_variables, make_network
-from othello_jax.training import supervised
-from othello_jax.training.optimizers import make_optimizer
+from othello_jax.training.compiled.optimizers import make_optimizer
+from othello_jax.training.supervised import trainer as supervised
 from tests.game_helpers import to_int
 
 GAME = Othello(8)

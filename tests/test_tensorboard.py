@@ -14,8 +14,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from experiments.configs.supervised import get_config as supervised_config
 from othello_jax.commands import train as train_command
-from othello_jax.training import loop, supervised
-from othello_jax.training.metrics import (
+from othello_jax.training.runner import loop
+from othello_jax.training.runner.metrics import (
     CURVES_EVERY_S,
     CURVES_TAG,
     DPI,
@@ -24,6 +24,7 @@ from othello_jax.training.metrics import (
     figure,
     read_records,
 )
+from othello_jax.training.supervised import trainer as supervised
 from tests.conftest import tiny_config
 
 

@@ -1,6 +1,6 @@
 """Schedules in training time (``schedule_clock="minutes"``) and the budget's final evaluation.
 
-The runs go through the real loop (:func:`othello_jax.training.loop.run`) with the synthetic
+The runs go through the real loop (:func:`othello_jax.training.runner.loop.run`) with the synthetic
 self-play of ``tests/synthetic_samples.py`` and a simulated clock: an iteration, a compilation
 and an evaluation each advance the loop's clock by a fixed number of seconds, so a "slow
 machine" is one whose iteration takes twice as long, and every timing below is exact however
@@ -17,13 +17,13 @@ import types
 import numpy as np
 import pytest
 
-from othello_jax.training import loop
-from othello_jax.training.clock import MARGIN
-from othello_jax.training.config import parse_stages, stage_unit
-from othello_jax.training.iteration import make_mesh
-from othello_jax.training.metrics import read_records
-from othello_jax.training.program import TrainProgram
-from othello_jax.training.settings import check_config
+from othello_jax.training.compiled.iteration import make_mesh
+from othello_jax.training.runner import loop
+from othello_jax.training.runner.clock import MARGIN
+from othello_jax.training.runner.metrics import read_records
+from othello_jax.training.runner.program import TrainProgram
+from othello_jax.training.settings.run_settings import check_config
+from othello_jax.training.settings.stages import parse_stages, stage_unit
 from tests.synthetic_samples import synthetic_config, synthetic_program
 
 BUDGET_MINUTES = 0.5  # 30 simulated seconds

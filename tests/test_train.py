@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from othello_jax.game import Othello
-from othello_jax.training import iteration as train
-from othello_jax.training.program import make_train
-from othello_jax.training.settings import network_config, resolve
-from othello_jax.training.sgd import loss_fn
+from othello_jax.training.compiled import iteration as train
+from othello_jax.training.compiled.sgd import loss_fn
+from othello_jax.training.runner.program import make_train
+from othello_jax.training.settings.run_settings import network_config, resolve
 from tests.conftest import tiny_config
 from tests.synthetic_samples import learnable_samples, synthetic_config, synthetic_program
 
@@ -106,7 +106,7 @@ def test_replay_window_schedule():
 
 
 def test_cosine_schedule_spans_the_run_when_total_steps_is_zero():
-    from othello_jax.training.optimizers import learning_rate_schedule
+    from othello_jax.training.compiled.optimizers import learning_rate_schedule
 
     config = synthetic_config()
     config.iterations, config.train.steps_per_iteration = 30, 4
@@ -123,7 +123,7 @@ def test_cosine_schedule_spans_the_run_when_total_steps_is_zero():
 def test_a_run_shorter_than_its_warmup_warms_up_over_its_length(total):
     """A shipped config shortened by --config.iterations (othello6_cpu: 20 warmup steps) still trains:
     the warmup covers all but the run's last step instead of optax refusing the schedule."""
-    from othello_jax.training.optimizers import learning_rate_schedule, position_schedule
+    from othello_jax.training.compiled.optimizers import learning_rate_schedule, position_schedule
 
     config = synthetic_config()
     config.optimizer.update(schedule="cosine", learning_rate=1.0, warmup_steps=20, total_steps=total, end_scale=0.1)
@@ -157,7 +157,7 @@ def test_network_config_overrides_preset():
 # run configuration, stages and the command line
 # ---------------------------------------------------------------------------------------------
 def test_stages_override_static_settings_from_their_iteration():
-    from othello_jax.training import config as run_config
+    from othello_jax.training.settings import stages as run_config
 
     config = tiny_config()
     stages = run_config.parse_stages("10: search.num_simulations=8, selfplay.temperature=0.5; 3: train.unroll=no",
@@ -222,7 +222,7 @@ def test_resuming_with_a_different_network_is_refused(capsys, tmp_path):
 
 def test_plot_draws_the_curves_of_one_or_more_runs(tmp_path, capsys):
     from othello_jax.commands import plot as plot_command
-    from othello_jax.training.metrics import MetricsLog, read_records
+    from othello_jax.training.runner.metrics import MetricsLog, read_records
 
     for name in ("a", "b"):
         log = MetricsLog(tmp_path / name)
@@ -239,7 +239,7 @@ def test_plot_draws_the_curves_of_one_or_more_runs(tmp_path, capsys):
     assert plot_command.main([str(tmp_path / "nowhere")]) == 2
     assert "no metrics.jsonl" in capsys.readouterr().err
 
-    from othello_jax.training.metrics import figure
+    from othello_jax.training.runner.metrics import figure
 
     axes = figure([tmp_path / "a"]).axes
     titles = [ax.get_title() for ax in axes[::2]]
@@ -254,7 +254,7 @@ def test_plot_draws_the_curves_of_one_or_more_runs(tmp_path, capsys):
 def test_a_run_ended_by_its_iteration_count_does_not_blame_its_time_budget(tmp_path):
     """With one iteration the first estimate of an iteration is the whole budget, so the clock calls
     it the last in time; the run still ended by its count, and says nothing of max_minutes."""
-    from othello_jax.training import loop
+    from othello_jax.training.runner import loop
 
     lines = []
     loop.run(tiny_config(iterations=1, max_minutes=5.0), tmp_path / "run", print_fn=lines.append)
@@ -264,8 +264,8 @@ def test_a_run_ended_by_its_iteration_count_does_not_blame_its_time_budget(tmp_p
 def test_games_against_a_fixed_opponent_reach_the_run_its_metrics_and_its_log(tmp_path):
     """``selfplay.opponent_share`` through the compiled iteration a user's run compiles: the share
     of games in the metrics (per lane), the network's score there, and on the progress line."""
-    from othello_jax.training import loop
-    from othello_jax.training.metrics import read_records
+    from othello_jax.training.runner import loop
+    from othello_jax.training.runner.metrics import read_records
 
     lines = []
     config = tiny_config(**{"iterations": 1, "selfplay.opponent_share": 0.5, "selfplay.opponent": "alphabeta:depth=1"})
@@ -279,9 +279,9 @@ def test_games_against_a_fixed_opponent_reach_the_run_its_metrics_and_its_log(tm
 
 def test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled_matches(tmp_path, monkeypatch):
     from othello_jax.checkpoint import load_agent_variables
-    from othello_jax.training import arena_hooks as evaluation_hooks
-    from othello_jax.training import loop
-    from othello_jax.training.metrics import read_records
+    from othello_jax.training.runner import arena_hooks as evaluation_hooks
+    from othello_jax.training.runner import loop
+    from othello_jax.training.runner.metrics import read_records
 
     config = tiny_config()
     config.iterations = 2
@@ -329,7 +329,7 @@ def test_learning_rate_stage_changes_the_size_of_parameter_updates():
 
 
 def test_stage_settings_that_shape_the_state_are_refused_before_training():
-    from othello_jax.training.settings import check_config
+    from othello_jax.training.settings.run_settings import check_config
 
     config = tiny_config()
     for stages, fragment in [("2: network.blocks=3", "network.blocks"), ("2: replay.capacity=64", "replay.capacity"),
@@ -348,8 +348,8 @@ def test_stage_settings_that_shape_the_state_are_refused_before_training():
 
 @pytest.mark.slow  # ~1-1.5 minutes; in CI the 2-core resume test runs a stage change and gates through the CLI
 def test_stages_reach_search_gating_and_checkpoints_in_the_loop(tmp_path):
-    from othello_jax.training import loop
-    from othello_jax.training.metrics import read_records
+    from othello_jax.training.runner import loop
+    from othello_jax.training.runner.metrics import read_records
 
     config = tiny_config()
     config.iterations = 4
@@ -379,8 +379,8 @@ def test_stages_reach_search_gating_and_checkpoints_in_the_loop(tmp_path):
 
 
 def test_periodic_evaluation_can_score_the_perfect_play_test_set():
-    from othello_jax.training import arena_hooks
-    from othello_jax.training.settings import check_config
+    from othello_jax.training.runner import arena_hooks
+    from othello_jax.training.settings.run_settings import check_config
 
     config = synthetic_config()  # 6x6, tiny network
     config.eval.update(every=1, games=2, opponents="random", num_simulations=2, testset=True)

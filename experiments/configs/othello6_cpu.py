@@ -10,7 +10,7 @@ evaluation and checkpoint included) even if ``iterations`` are not done.
     othello-jax train --config=experiments/configs/othello6_cpu.py --workdir=runs/othello6
 """
 
-from othello_jax.training.config import default_config
+from othello_jax.training.settings.defaults import default_config
 
 
 def get_config():

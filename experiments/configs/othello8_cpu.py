@@ -9,7 +9,7 @@ schedule too). Evaluated against alpha-beta depths 1-3 along the way (the curve)
     othello-jax train --config=experiments/configs/othello8_cpu.py --workdir=runs/othello8_cpu
 """
 
-from othello_jax.training.config import default_config
+from othello_jax.training.settings.defaults import default_config
 
 
 def get_config():

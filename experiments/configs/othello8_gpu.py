@@ -8,7 +8,7 @@ the share of the 20 minutes used (and the stage "50:" could be written "25%:"), 
 schedules finish however fast the GPU is.
 """
 
-from othello_jax.training.config import default_config
+from othello_jax.training.settings.defaults import default_config
 
 
 def get_config():

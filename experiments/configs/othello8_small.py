@@ -3,7 +3,7 @@
     othello-jax train --config=experiments/configs/othello8_small.py --workdir=runs/o8small
 """
 
-from othello_jax.training.config import default_config
+from othello_jax.training.settings.defaults import default_config
 
 
 def get_config():

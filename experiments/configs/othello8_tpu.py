@@ -7,7 +7,7 @@ multiples of 128 and of 8 lanes, so the work splits evenly over 1 or 8 devices.
     python -m experiments.train --config=experiments/configs/othello8_tpu.py --workdir=/content/runs/o8
 """
 
-from othello_jax.training.config import default_config
+from othello_jax.training.settings.defaults import default_config
 
 
 def get_config():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ml_collections import ConfigDict
 
-from othello_jax.training.config import network_section
+from othello_jax.training.settings.defaults import network_section
 
 # supervised networks have no score/ownership heads, global pooling or WDL value head.
 # ``value_margin`` (labelled sets only): the value target is (1 - m) * result + m * exact disc
@@ -29,7 +29,7 @@ WITHOUT = ("value_head", "score_head", "ownership_head", "global_pool")
 
 
 def network(preset: str = "", **values) -> ConfigDict:
-    """The ``network`` section (:func:`~othello_jax.training.config.network_section`): a preset,
+    """The ``network`` section (:func:`~othello_jax.training.settings.defaults.network_section`): a preset,
     then any field set (> 0 or non-empty) overrides it."""
     return network_section(preset, without=WITHOUT, **values)
 

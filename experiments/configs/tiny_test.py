@@ -1,6 +1,6 @@
 """A seconds-long 4x4 run for tests and smoke checks (tiny network, 4 simulations, 8 games)."""
 
-from othello_jax.training.config import default_config
+from othello_jax.training.settings.defaults import default_config
 
 
 def get_config():

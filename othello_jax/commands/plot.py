@@ -19,7 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from othello_jax.training.metrics import plot
+    from othello_jax.training.runner.metrics import plot
 
     out = Path(args.out) if args.out else Path(args.workdirs[0]) / "curves.png"
     try:

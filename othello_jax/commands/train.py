@@ -35,7 +35,7 @@ from ml_collections import config_flags
 from othello_jax.commands.command import failure, run_command
 from othello_jax.commands.configs import config_list, config_summary, resolve_config_args, shipped_configs
 from othello_jax.errors import InputError
-from othello_jax.training.retired import check_overrides, retired_error, retired_in_message
+from othello_jax.training.settings.retired import check_overrides, retired_error, retired_in_message
 
 EXIT_INTERRUPTED = 75  # EX_TEMPFAIL: stopped early and checkpointed; try again later to resume
 
@@ -161,7 +161,7 @@ def print_help(argv: list[str]) -> int:
 def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help", "help") for a in argv):
         return print_help(argv)
-    from othello_jax.training.loop import TrainingInterrupted, run
+    from othello_jax.training.runner.loop import TrainingInterrupted, run
 
     try:
         config, workdir = parse(argv)

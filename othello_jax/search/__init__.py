@@ -25,10 +25,15 @@ policies instead. Both build the same trees. Only mctx's public API is used (ruf
 private modules).
 """
 
-from othello_jax.search.config import SearchSettings, check_search_config, default_search_config, search_settings
 from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn, mask_logits
 from othello_jax.search.policies import gumbel_muzero_policy, muzero_policy
 from othello_jax.search.run import SearchResult, run_search, select_action
+from othello_jax.search.search_settings import (
+    SearchSettings,
+    check_search_config,
+    default_search_config,
+    search_settings,
+)
 from othello_jax.search.tree import TREE_UPDATES
 from othello_jax.search.variants import ENGINES, VARIANTS, VariantOutput, dirichlet_noise
 

@@ -11,8 +11,8 @@ import ml_collections
 
 from othello_jax.game import Othello, State
 from othello_jax.search import keys
-from othello_jax.search.config import SearchSettings, search_settings
 from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn, masked
+from othello_jax.search.search_settings import SearchSettings, search_settings
 from othello_jax.search.traps import avoid_traps
 from othello_jax.search.variants import VARIANTS
 

@@ -3,7 +3,7 @@
 Each runs on the engine ``settings.engine`` names: ``"lockstep"`` (the project's batched search,
 :mod:`othello_jax.search.policies`) or ``"mctx"`` (mctx's public policies, unmodified); both
 build the same trees (tested). A variant reads a
-:class:`~othello_jax.search.config.SearchSettings` (``settings`` below).
+:class:`~othello_jax.search.search_settings.SearchSettings` (``settings`` below).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ throughput, buffer fill, learning rate, simulations, ``schedule_position`` with 
 clock, and ``eval/...`` results when an evaluation ran). :func:`plot` draws the curves of one
 or several runs side by side. With ``tensorboard`` on, the same numbers go to TensorBoard event
 files in the workdir as they are written, and the curves as an image when asked for
-(:mod:`othello_jax.training.dashboard`).
+(:mod:`othello_jax.training.runner.dashboard`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from othello_jax.errors import InputError
-from othello_jax.training.dashboard import Dashboard
+from othello_jax.training.runner.dashboard import Dashboard
 
 METRICS_FILE = "metrics.jsonl"
 

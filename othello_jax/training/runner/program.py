@@ -16,7 +16,7 @@ must have the same state layout as the first, so its moments carry over. With th
 clock (``config.schedule_clock``) every optimizer is built with a unit rate and the compiled
 iteration takes the schedule positions as a third argument (:meth:`TrainProgram.schedule_args`).
 Where each input of a compiled iteration lives on the mesh is the program's
-:class:`~othello_jax.training.placement.Placement`'s decision alone: a compiled stage places its
+:class:`~othello_jax.training.compiled.placement.Placement`'s decision alone: a compiled stage places its
 inputs before every call, whatever produced them (a fresh start, a checkpoint, a gate).
 """
 
@@ -37,9 +37,8 @@ from othello_jax import checkpoint
 from othello_jax.errors import InputError
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, NetworkConfig, init_variables, make_network
-from othello_jax.training import host_labels, selfplay
-from othello_jax.training.config import Stage, stage_index, stage_label, stage_unit
-from othello_jax.training.iteration import (
+from othello_jax.training.compiled import selfplay
+from othello_jax.training.compiled.iteration import (
     SelfPlayFn,
     TrainState,
     init_train_state,
@@ -48,9 +47,11 @@ from othello_jax.training.iteration import (
     num_lanes,
     samples_per_lane,
 )
-from othello_jax.training.optimizers import make_optimizer
-from othello_jax.training.placement import Placement
-from othello_jax.training.settings import RunSettings, resolve_stages
+from othello_jax.training.compiled.optimizers import make_optimizer
+from othello_jax.training.compiled.placement import Placement
+from othello_jax.training.runner import host_labels
+from othello_jax.training.settings.run_settings import RunSettings, resolve_stages
+from othello_jax.training.settings.stages import Stage, stage_index, stage_label, stage_unit
 
 
 @dataclasses.dataclass(frozen=True)

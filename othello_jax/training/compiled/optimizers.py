@@ -3,7 +3,7 @@ with linear warmup and cosine decay.
 
 The learning-rate schedule runs over gradient steps (the "iterations" clock) or over the
 schedule position, the share of the training-time budget used (the "minutes" clock, see
-:mod:`othello_jax.training.config`). With the minutes clock the optimizer is built with a unit
+:mod:`othello_jax.training.settings.stages`). With the minutes clock the optimizer is built with a unit
 learning rate and :func:`scale_updates` applies the rate of the position, which the compiled
 iteration receives as an argument.
 """
@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import optax
 
 from othello_jax.errors import InputError
-from othello_jax.training.settings import OptimizerSettings
+from othello_jax.training.settings.run_settings import OptimizerSettings
 
 
 def learning_rate_schedule(config: OptimizerSettings) -> optax.Schedule:

@@ -7,7 +7,7 @@
 
 Data parallelism is over a 1-D device :class:`~jax.sharding.Mesh` with axis ``"data"``: network
 parameters and optimizer state are replicated; self-play games, the replay buffer and the
-training batch are split into *lanes* (see :mod:`othello_jax.training.replay`) whose axis is sharded over
+training batch are split into *lanes* (see :mod:`othello_jax.training.compiled.replay`) whose axis is sharded over
 the devices. Self-play runs under ``shard_map`` (each device plays its own lanes' games); the
 gradient step is plain ``jit`` over the lane-sharded batch, so XLA inserts the gradient and
 batch-norm all-reduces. The arithmetic depends on the lane count only, never on the number of
@@ -29,12 +29,13 @@ from jax.sharding import Mesh, PartitionSpec
 from othello_jax.errors import InputError
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, init_variables
-from othello_jax.training import host_labels, replay
-from othello_jax.training.optimizers import learning_rate_schedule, position_schedule, scale_updates
-from othello_jax.training.placement import AXIS, Placement
-from othello_jax.training.samples import Samples, flatten
-from othello_jax.training.settings import ReplaySettings, RunSettings, TrainSettings
-from othello_jax.training.sgd import make_sgd_step
+from othello_jax.training.compiled import replay
+from othello_jax.training.compiled.optimizers import learning_rate_schedule, position_schedule, scale_updates
+from othello_jax.training.compiled.placement import AXIS, Placement
+from othello_jax.training.compiled.samples import Samples, flatten
+from othello_jax.training.compiled.sgd import make_sgd_step
+from othello_jax.training.runner import host_labels
+from othello_jax.training.settings.run_settings import ReplaySettings, RunSettings, TrainSettings
 
 # self-play statistics that are counts (summed over lanes); the others are averaged
 COUNT_STATS = frozenset({"games", "positions", "moves", "harvested", "truncated_games"})
@@ -155,7 +156,7 @@ def lane_selfplay(selfplay_fn: SelfPlayFn, mesh: Mesh):
 
     Returns ``(actor, keys[lanes], resign[lanes]) -> (Samples [lanes, n], stats[lanes], resign)``.
     ``selfplay_fn`` plays a device's lanes at once (the search-based one as one batch of
-    ``lanes * games`` roots, :func:`othello_jax.training.selfplay.play_games`); each lane keeps
+    ``lanes * games`` roots, :func:`othello_jax.training.compiled.selfplay.play_games`); each lane keeps
     its own key and resign threshold, so the result does not depend on the device count.
     """
     def local(actor, keys, resign):
@@ -197,7 +198,7 @@ def make_iteration(config: RunSettings, game: Othello, net: AlphaZeroNet,
     ``[lanes, rows]``, split by lanes), written before anything is stored or sampled, and returns
     one more result: this iteration's requests, the stored rows with ``exact_endgame_empties <
     empties <= host_exact_empties`` (``[lanes, samples_per_lane]``, split by lanes). See
-    :mod:`othello_jax.training.host_labels`. Extra metrics: ``host_exact/written``, ``host_exact/stale``.
+    :mod:`othello_jax.training.runner.host_labels`. Extra metrics: ``host_exact/written``, ``host_exact/stale``.
     """
     lanes = train_state_example.buffer.lanes
     batch_size = config.train.batch_size

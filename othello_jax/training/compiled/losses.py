@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from othello_jax.training.samples import Samples, ownership_target, score_target
+from othello_jax.training.compiled.samples import Samples, ownership_target, score_target
 
 
 def masked_log_softmax(logits: jax.Array, legal: jax.Array | None) -> jax.Array:

@@ -1,10 +1,10 @@
 """Supervised learning: the AlphaZero network learns from expert games (WThor, 8x8: the expert's
 move and the game's result) or from labelled sets of exactly solved positions (``data.labels``,
-any board size: the optimal moves and the exact result, :mod:`othello_jax.training.label_data`).
+any board size: the optimal moves and the exact result, :mod:`othello_jax.training.supervised.label_targets`).
 
 The training rows live on the device; each step samples a batch uniformly, turns it into
-:class:`~othello_jax.training.samples.Samples`, applies a random dihedral symmetry per row and
-takes the same gradient step as self-play training (:func:`othello_jax.training.sgd.make_sgd_step`).
+:class:`~othello_jax.training.compiled.samples.Samples`, applies a random dihedral symmetry per row and
+takes the same gradient step as self-play training (:func:`othello_jax.training.compiled.sgd.make_sgd_step`).
 ``steps_per_call`` steps run in one compiled ``lax.scan``. Data parallel like self-play training:
 the rows, parameters and optimizer state are replicated over a 1-D mesh of the devices, each
 batch is split over it, and XLA inserts the gradient and batch-norm all-reduces, so the
@@ -38,22 +38,28 @@ from othello_jax import checkpoint
 from othello_jax.data import expert, move_prediction
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, NetworkConfig, init_variables, make_network
-from othello_jax.search.config import read_record
-from othello_jax.training import label_data, replay
-from othello_jax.training.config import CLOCKS
-from othello_jax.training.iteration import make_mesh
-from othello_jax.training.metrics import MetricsLog
-from othello_jax.training.optimizers import learning_rate_schedule, make_optimizer, position_schedule, scale_updates
-from othello_jax.training.placement import Placement
-from othello_jax.training.samples import Samples
-from othello_jax.training.settings import (
+from othello_jax.search.search_settings import read_record
+from othello_jax.training.compiled import replay
+from othello_jax.training.compiled.iteration import make_mesh
+from othello_jax.training.compiled.optimizers import (
+    learning_rate_schedule,
+    make_optimizer,
+    position_schedule,
+    scale_updates,
+)
+from othello_jax.training.compiled.placement import Placement
+from othello_jax.training.compiled.samples import Samples
+from othello_jax.training.compiled.sgd import make_sgd_step
+from othello_jax.training.runner.metrics import MetricsLog
+from othello_jax.training.settings.run_settings import (
     LossSettings,
     OptimizerSettings,
     need,
     network_config,
     optimizer_settings,
 )
-from othello_jax.training.sgd import make_sgd_step
+from othello_jax.training.settings.stages import CLOCKS
+from othello_jax.training.supervised import label_targets
 
 WTHOR_GAME = Othello(8)  # the expert games' board
 
@@ -145,7 +151,7 @@ def expert_samples(rows: expert.ExpertPositions, index: jax.Array, game: Othello
                    value=picked.value.astype(jnp.float32), mask=jnp.ones(index.shape, bool))
 
 
-# (device rows, row indices, game) -> Samples: expert_samples or label_data.label_samples
+# (device rows, row indices, game) -> Samples: expert_samples or label_targets.label_samples
 ToSamples = Callable[[Any, jax.Array, Othello], Samples]
 
 
@@ -237,7 +243,7 @@ def check_config(config: ConfigDict) -> SupervisedSettings:
     one-line ``InputError`` otherwise."""
     settings = resolve(config)
     if settings.data.labels.strip():
-        for path in label_data.parse_paths(settings.data.labels):
+        for path in label_targets.parse_paths(settings.data.labels):
             need(Path(path).expanduser().is_file(), f"labels file not found: {path}")
     else:
         need(Path(settings.data.wthor_dir).expanduser().is_dir(),
@@ -287,20 +293,20 @@ def wthor_source(settings: SupervisedSettings, log: Callable[[str], None]) -> So
 
 def labels_source(settings: SupervisedSettings, log: Callable[[str], None]) -> Source:
     """Labelled sets: optimal moves and exact results; held out: optimal share, disc loss and value sign."""
-    data = label_data.load_label_files(settings.data.labels)
+    data = label_targets.load_label_files(settings.data.labels)
     log(data.summary())
     if settings.data.train_positions:
-        train = label_data.subsample(data.train, settings.data.train_positions, seed=settings.seed)
+        train = label_targets.subsample(data.train, settings.data.train_positions, seed=settings.seed)
         data = data._replace(train=train, info={**data.info, "train": len(train)})
         log(f"training on a random subset of {len(train)} of those positions (data.train_positions)")
-    held_out = label_data.subsample(data.test, settings.eval_positions, seed=0).positions
+    held_out = label_targets.subsample(data.test, settings.eval_positions, seed=0).positions
 
     def evaluate(net: AlphaZeroNet, variables: dict) -> Evaluation:
-        score = label_data.evaluate(net, variables, held_out)
+        score = label_targets.evaluate(net, variables, held_out)
         return Evaluation(score.as_dict(), score.metrics(), score.moves.total.optimal, score.format())
 
-    rows = label_data.to_device(data.train, settings.network.value_margin, settings.data.policy_temperature)
-    return Source(data.game, rows, label_data.label_samples, evaluate, data.info)
+    rows = label_targets.to_device(data.train, settings.network.value_margin, settings.data.policy_temperature)
+    return Source(data.game, rows, label_targets.label_samples, evaluate, data.info)
 
 
 def save_network(ckpts: checkpoint.Checkpoints, step: int, variables: dict, meta: dict) -> None:
@@ -325,7 +331,7 @@ def _console(record: dict) -> str:
 
 def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], None] = print) -> dict:
     """Train from the configured data; return the last held-out evaluation (WThor: ``{'top1',
-    'top3', 'by_stage', ...}``; labels: :meth:`~othello_jax.training.label_data.LabelScore.as_dict`)."""
+    'top3', 'by_stage', ...}``; labels: :meth:`~othello_jax.training.supervised.label_targets.LabelScore.as_dict`)."""
     settings = check_config(config)
     workdir = Path(workdir).expanduser()
     workdir.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@ in force and when a checkpoint is due. The training loop asks it; it decides fro
 durations only.
 
 - *Training seconds*: the seconds recorded in the checkpoint the run resumed from, plus everything
-  this session did from :func:`~othello_jax.training.loop.run`'s start (setup, compiling,
+  this session did from :func:`~othello_jax.training.runner.loop.run`'s start (setup, compiling,
   evaluating, saving).
 - *The stop rule*: after an iteration, another one is started only if it, the work due before it
   (a periodic evaluation or gate; compiling the next stage) and the run's final evaluation and

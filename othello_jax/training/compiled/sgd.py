@@ -1,7 +1,7 @@
 """One gradient step on a batch of Samples: the AlphaZero loss and the optimizer update.
 
-Shared by self-play training (:mod:`othello_jax.training.iteration`) and supervised learning
-from expert games (:mod:`othello_jax.training.supervised`).
+Shared by self-play training (:mod:`othello_jax.training.compiled.iteration`) and supervised learning
+from expert games (:mod:`othello_jax.training.supervised.trainer`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import optax
 
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet
-from othello_jax.training.losses import (
+from othello_jax.training.compiled.losses import (
     auxiliary_losses,
     l2_penalty,
     policy_cross_entropy,
@@ -22,8 +22,8 @@ from othello_jax.training.losses import (
     value_loss,
     weighted_mean,
 )
-from othello_jax.training.samples import Samples
-from othello_jax.training.settings import LossSettings
+from othello_jax.training.compiled.samples import Samples
+from othello_jax.training.settings.run_settings import LossSettings
 
 
 def loss_fn(params, batch_stats, net: AlphaZeroNet, game: Othello, batch: Samples,

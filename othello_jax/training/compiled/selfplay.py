@@ -47,10 +47,10 @@ from othello_jax.game.fusion import step_materialized
 from othello_jax.game.lines import pad_lines, replay_lines
 from othello_jax.search import ApplyFn, run_search, select_action
 from othello_jax.search import keys as search_keys
-from othello_jax.search.config import SearchSettings
+from othello_jax.search.search_settings import SearchSettings
 from othello_jax.solver import exact_values
-from othello_jax.training.samples import Samples, final_boards, flatten, no_final_boards
-from othello_jax.training.selfplay_config import (
+from othello_jax.training.compiled.samples import Samples, final_boards, flatten, no_final_boards
+from othello_jax.training.settings.selfplay_settings import (
     VALUE_TARGETS,
     HarvestSettings,
     ResignSettings,

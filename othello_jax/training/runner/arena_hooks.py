@@ -15,8 +15,8 @@ from othello_jax.evaluation import arena
 from othello_jax.evaluation.perfect_set import score_agent
 from othello_jax.notices import Say
 from othello_jax.solver.solved_moves import load as load_testset
-from othello_jax.training.program import TrainProgram
-from othello_jax.training.settings import RunSettings
+from othello_jax.training.runner.program import TrainProgram
+from othello_jax.training.settings.run_settings import RunSettings
 
 
 def _say() -> Say | None:

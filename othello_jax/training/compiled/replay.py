@@ -23,7 +23,7 @@ import jax.numpy as jnp
 
 from othello_jax.errors import InputError
 from othello_jax.game import Othello, symmetry
-from othello_jax.training.samples import FinalBoard, Samples, flatten, no_final_boards
+from othello_jax.training.compiled.samples import FinalBoard, Samples, flatten, no_final_boards
 
 
 class ReplayBuffer(NamedTuple):

@@ -1,10 +1,10 @@
 """The host-side training loop: resume, schedule stages, the compiled iteration, metrics, checkpoints.
 
-    from othello_jax.training.loop import run
-    from othello_jax.training.config import default_config
+    from othello_jax.training.runner.loop import run
+    from othello_jax.training.settings.defaults import default_config
     run(default_config(), "runs/othello8")
 
-The config is resolved once by :func:`~othello_jax.training.program.make_train`; everything heavy
+The config is resolved once by :func:`~othello_jax.training.runner.program.make_train`; everything heavy
 happens inside its compiled iterations (one per schedule stage). This loop only fetches the
 scalar metrics once per iteration, writes them, prints progress, evaluates, gates and saves
 checkpoints. Running it again on the same workdir resumes from the last checkpoint.
@@ -16,7 +16,7 @@ finish (a compiled iteration cannot be interrupted), writes a checkpoint and rai
 JAX's preemption sync point, SIGINT and the clock-based decisions (``max_minutes``,
 ``checkpoint.every_minutes``, the schedule position) through process 0.
 
-Every decision that reads the time is the run's :class:`~othello_jax.training.clock.RunClock`'s:
+Every decision that reads the time is the run's :class:`~othello_jax.training.runner.clock.RunClock`'s:
 the stage in force, the schedule positions an iteration spans (``schedule_clock = "minutes"``),
 whether another iteration fits in ``max_minutes`` (the final evaluation and checkpoint
 included) and whether a checkpoint is due. Training time is everything a session does from
@@ -43,11 +43,11 @@ from ml_collections import ConfigDict
 from othello_jax import checkpoint
 from othello_jax.errors import InputError
 from othello_jax.notices import compiling, say_while
-from othello_jax.training import arena_hooks
-from othello_jax.training.clock import Cadence, RunClock
-from othello_jax.training.host_labels import HostLabeller
-from othello_jax.training.metrics import MetricsLog, Progress, format_duration, iteration_record
-from othello_jax.training.program import CompiledIteration, TrainProgram, make_train
+from othello_jax.training.runner import arena_hooks
+from othello_jax.training.runner.clock import Cadence, RunClock
+from othello_jax.training.runner.host_labels import HostLabeller
+from othello_jax.training.runner.metrics import MetricsLog, Progress, format_duration, iteration_record
+from othello_jax.training.runner.program import CompiledIteration, TrainProgram, make_train
 
 # an evaluation hook: (stage config, program, variables, key) -> {"eval/<opponent>": score in [0, 1], ...}
 Evaluator = Callable[[ConfigDict, TrainProgram, dict, jax.Array], dict]
@@ -84,7 +84,7 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
     Returns the last iteration's metrics record. Every setting is read from the config of the
     stage in force. ``evaluator`` (every ``eval.every`` iterations) and ``gate`` (every
     ``gating.every`` iterations when gating is on) default to the arena matches of
-    :mod:`othello_jax.training.arena_hooks`. ``on_checkpoint(iteration)`` runs after each
+    :mod:`othello_jax.training.runner.arena_hooks`. ``on_checkpoint(iteration)`` runs after each
     checkpoint is on disk (saves then wait for it). Raises :class:`TrainingInterrupted` after a
     SIGTERM or SIGINT, once the checkpoint is written; an unwritable workdir or a failed save
     raises :class:`~othello_jax.checkpoint.CheckpointError` (one line; earlier checkpoints intact).

@@ -16,7 +16,7 @@ import ml_collections
 from othello_jax.agents.specs import parse_spec
 from othello_jax.errors import InputError, need
 from othello_jax.game import Othello
-from othello_jax.search.config import read_record
+from othello_jax.search.search_settings import read_record
 
 VALUE_TARGETS = ("z", "q", "zq", "lambda")
 OPPONENT_KINDS = ("random", "greedy", "alphabeta")  # fixed opponents self-play can compile in
@@ -38,7 +38,7 @@ def default_selfplay_config() -> ml_collections.ConfigDict:
     c.exact_endgame_empties = 0  # > 0: value targets of positions with <= E empties solved exactly
     # > 0: value targets of positions with <= E empties (and more than exact_endgame_empties) solved
     # exactly by the C solver on the host while the device runs the next iteration, written back into
-    # the replay buffer two iterations later (othello_jax/training/host_labels.py); one process only
+    # the replay buffer two iterations later (othello_jax/training/runner/host_labels.py); one process only
     c.host_exact_empties = 0
     c.host_exact_workers = 1  # solver processes for host_exact_empties (1: in the training process)
     # with host_exact_empties: the policy targets of those positions become uniform over their

@@ -31,7 +31,7 @@ from othello_jax.evaluation.perfect_set import score_actions
 from othello_jax.game import Othello, State
 from othello_jax.solver import solved_moves as ts
 from othello_jax.solver.move_checks import BandReport, format_bands
-from othello_jax.training.samples import Samples
+from othello_jax.training.compiled.samples import Samples
 
 # (most, fewest) empties, the scorer's band convention; reported as "8-12", ...
 LABEL_BANDS: tuple[tuple[int, int], ...] = ((12, 8), (16, 13), (20, 17), (24, 21))

@@ -3,13 +3,13 @@
     settings = resolve(config)                  # one config -> RunSettings (one-line InputError if impossible)
     stages, per_stage = resolve_stages(config)  # the base config and every schedule stage's
 
-``config`` is the ``ml_collections.ConfigDict`` of :func:`othello_jax.training.config.default_config`
+``config`` is the ``ml_collections.ConfigDict`` of :func:`othello_jax.training.settings.defaults.default_config`
 (the files in ``experiments/configs/`` start from it); every default lives there and nowhere
 else: a record is filled with the config's fields only, so a config missing a field is a
 one-line error, not a second default. The records keep the config's names
 (``settings.eval.every``, ``settings.train.batch_size``, ...), so code below ``make_train``
 reads them as it read the config. The search and self-play records come from their own modules
-(:class:`~othello_jax.search.SearchSettings`, :class:`~othello_jax.training.selfplay_config.SelfPlaySettings`),
+(:class:`~othello_jax.search.SearchSettings`, :class:`.selfplay_settings.SelfPlaySettings`),
 built in one place each: :func:`_search` and :func:`_selfplay`.
 """
 
@@ -24,10 +24,10 @@ from othello_jax.errors import InputError, need
 from othello_jax.game import SIZES, Othello
 from othello_jax.model import NetworkConfig
 from othello_jax.search import SearchSettings
-from othello_jax.search.config import read_record
-from othello_jax.training.config import CLOCKS, Stage, parse_stages, stage_config, stage_label, stage_unit
-from othello_jax.training.retired import check_retired
-from othello_jax.training.selfplay_config import SelfPlaySettings
+from othello_jax.search.search_settings import read_record
+from othello_jax.training.settings.retired import check_retired
+from othello_jax.training.settings.selfplay_settings import SelfPlaySettings
+from othello_jax.training.settings.stages import CLOCKS, Stage, parse_stages, stage_config, stage_label, stage_unit
 
 OPTIMIZERS = ("sgd", "adamw")
 LR_SCHEDULES = ("constant", "steps", "cosine")

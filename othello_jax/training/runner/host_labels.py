@@ -44,8 +44,8 @@ from othello_jax.game import bitboard as bb
 from othello_jax.solver import c_solver
 from othello_jax.solver.host import count_empties, exact_signs, exact_signs_and_best
 from othello_jax.solver.solved_moves import solver_pool
-from othello_jax.training.replay import ReplayBuffer
-from othello_jax.training.samples import Samples
+from othello_jax.training.compiled.replay import ReplayBuffer
+from othello_jax.training.compiled.samples import Samples
 
 META_KEY = "host_exact"  # the checkpoint meta's entry: {"pending": [one iteration's requests, ...]}
 CHUNK = 8  # positions solved in the training process between two looks at the device

@@ -1,0 +1,1 @@
+"""The host's run: compile each stage, run iterations, checkpoint, log metrics, play in-run matches."""
