@@ -47,28 +47,6 @@ ARMS: dict[str, list[str]] = {
     "steps30": ["train.steps_per_iteration=30"],  # 3x the gradient steps per self-play position
     # the two arms ahead of the baseline in the screens: WDL value head and global pooling together
     "wdl_gpool": ["network.value_head=wdl", "network.global_pool=True"],
-    # exact value targets from the C solver on the host for every stored position with 7-14 empties
-    # (the JAX solver keeps the last 6 inside the iteration), written back two iterations late
-    "host14": ["selfplay.host_exact_empties=14"],
-    "host12": ["selfplay.host_exact_empties=12"],
-    "host16": ["selfplay.host_exact_empties=16"],
-    # 8x8: to 18 empties, the band where the 2-hour network throws won endgames away (17-20)
-    "host18": ["selfplay.host_exact_empties=18"],
-    # exact policy targets too: uniform over the optimal moves of those positions
-    "hostpol14": ["selfplay.host_exact_empties=14", "selfplay.host_exact_policy=True"],
-    "hostpol16": ["selfplay.host_exact_empties=16", "selfplay.host_exact_policy=True"],
-    # both sides' legal moves as two more input planes (derived inside the network from the discs)
-    "moves": ["network.move_planes=True"],
-    # wider heads: 32 policy and 8 value channels in the heads' 1x1 convolutions (AlphaZero's 2 and 1)
-    "heads": ["network.policy_channels=32", "network.value_channels=8"],
-    # each game opens with 0..R uniformly random moves (not recorded): positions beyond the
-    # network's own narrow opening book, as the evaluations' random openings reach
-    "random6": ["selfplay.random_plies=6"],
-    "random10": ["selfplay.random_plies=10"],
-    # a quarter of each lane's games against a fixed opponent (both colours): positions of other
-    # styles, such as greedy's max-flips lines behind 8x8's wipeouts (a small league)
-    "greedy25": ["selfplay.opponent_share=0.25", "selfplay.opponent=greedy"],
-    "ab2_25": ["selfplay.opponent_share=0.25", "selfplay.opponent=alphabeta:depth=2"],
     # self-play's search values game-ending moves exactly, as the players' searches do: its policy
     # and value targets see the wipeouts the network's prior hides (issue 30's item 4)
     "endings": ["search.exact_endings=True"],

@@ -1,5 +1,5 @@
 """What an exact label costs the host, by empty squares: the C solver's CPU milliseconds per
-position for the labels ``selfplay.host_exact_empties`` can write.
+position for each kind of exact label (``othello-jax make-labels`` stores the last).
 
 - ``sign``: the result only (window (-1, 1)), the value label (:func:`exact_signs`);
 - ``score``: the exact disc margin (full window);

@@ -35,14 +35,13 @@ BANDS = ((1, 6), (7, 12), (13, 16), (17, 20), (21, 24))
 EXACT_EMPTIES = 6  # othello6_cpu's selfplay.exact_endgame_empties
 
 
-def play(checkpoint: str, games: int, sims: int, temperature_plies: int, seed: int, random_plies: int = 0):
-    """Self-play games of ``checkpoint``'s network as training plays them (``random_plies``: the
-    setting ``selfplay.random_plies``): the output lane, the game, the network's apply function
-    and variables."""
+def play(checkpoint: str, games: int, sims: int, temperature_plies: int, seed: int):
+    """Self-play games of ``checkpoint``'s network as training plays them: the output lane, the
+    game, the network's apply function and variables."""
     game, network_config, variables = load_network(checkpoint)
     apply_fn = network_apply_fn(game, network_config)
     config = default_selfplay_config()
-    config.update(num_games=games, temperature_plies=temperature_plies, random_plies=random_plies)
+    config.update(num_games=games, temperature_plies=temperature_plies)
     settings = SelfPlaySettings.from_config(config)
     search_config = default_search_config()
     search_config.update(variant="gumbel", num_simulations=sims, max_num_considered_actions=8)
@@ -116,14 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int, default=128)
     parser.add_argument("--sims", type=int, default=16, help="self-play simulations (othello6_cpu: 16)")
     parser.add_argument("--temperature-plies", type=int, default=8, help="othello6_cpu: 8")
-    parser.add_argument("--random-plies", type=int, default=0, help="selfplay.random_plies (othello6_cpu: 0)")
     parser.add_argument("--td-lambda", type=float, default=0.98)
     parser.add_argument("--max-empties", type=int, default=20, help="solve positions with at most this many empties")
     parser.add_argument("--workers", type=int, default=2, help="solver processes")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    out, game, apply_fn, variables = play(args.checkpoint, args.games, args.sims, args.temperature_plies, args.seed,
-                                          args.random_plies)
+    out, game, apply_fn, variables = play(args.checkpoint, args.games, args.sims, args.temperature_plies, args.seed)
     measured = measure(out, game, apply_fn, variables, args.max_empties, args.td_lambda, args.workers)
     print(f"{args.checkpoint}: {args.games} self-play games, {args.sims} simulations, seed {args.seed}; "
           f"{len(measured['exact'])} positions with <= {args.max_empties} empties solved exactly")

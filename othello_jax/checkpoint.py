@@ -38,7 +38,7 @@ import orbax.checkpoint as ocp
 
 from othello_jax import pretrained
 from othello_jax.errors import InputError
-from othello_jax.model import NetworkConfig, init_variables, make_network
+from othello_jax.model import NetworkConfig, RetiredNetworkField, current_fields, init_variables, make_network
 
 FORMAT_VERSION = 1  # the plain network and replay layout
 # a network with an optional head or global pooling (model.NetworkConfig) has more variables and,
@@ -52,23 +52,23 @@ META_FILE = Path("meta") / "metadata"  # where orbax's JsonSave puts a step's ``
 
 
 def _network_fields(network: dict | NetworkConfig | None) -> dict:
-    """A network's meta with every field present (checkpoints written before a field existed lack it)."""
+    """A network's meta with every field present (checkpoints written before a field existed lack it)
+    and no retired one (those written before it was retired carry it off; one-line ``InputError``
+    when it is on: ``model.RETIRED_NETWORK_FIELDS``)."""
     if network is None:
         return {}
     if isinstance(network, NetworkConfig):
         return dataclasses.asdict(network)
     defaults = {f.name: f.default for f in dataclasses.fields(NetworkConfig)}
-    return {**defaults, **dict(network)}
+    return {**defaults, **current_fields(dict(network))}
 
 
 def format_version(network: dict | NetworkConfig | None) -> int:
     """The checkpoint format a network needs: ``AUX_FORMAT_VERSION`` when it uses an option that
-    older code cannot read (WDL/score/ownership head, global pooling, move planes, a margin value, wider heads),
-    else ``FORMAT_VERSION``."""
+    older code cannot read (WDL/score/ownership head, global pooling, a margin value), else ``FORMAT_VERSION``."""
     fields = _network_fields(network)
     defaults = {f.name: f.default for f in dataclasses.fields(NetworkConfig)}
-    options = ("value_head", "score_head", "ownership_head", "global_pool", "move_planes", "value_margin",
-               "policy_channels", "value_channels")
+    options = ("value_head", "score_head", "ownership_head", "global_pool", "value_margin")
     return AUX_FORMAT_VERSION if any(fields.get(k, defaults[k]) != defaults[k] for k in options) else FORMAT_VERSION
 
 
@@ -353,8 +353,13 @@ def check_compatible(meta: dict, expect: dict, path: Path) -> None:
     """Raise :class:`CheckpointError` naming the first setting that differs from the checkpoint's.
 
     Network fields added since a checkpoint was written count at their defaults there (so older
-    runs resume); the format version expected is the one the current network needs.
+    runs resume), and retired ones at their off values are dropped; the format version expected is
+    the one the current network needs.
     """
+    try:
+        _network_fields(meta.get("network"))
+    except RetiredNetworkField as error:  # trained with an option since removed
+        raise CheckpointError(f"checkpoint {path}: {error}") from None
     saved_version = meta.get("format_version")
     if isinstance(saved_version, int) and saved_version > AUX_FORMAT_VERSION:
         raise CheckpointError(f"checkpoint {path} has format version {saved_version}, newer than this code reads "
@@ -382,7 +387,7 @@ def check_compatible(meta: dict, expect: dict, path: Path) -> None:
 # loading a network for play and evaluation
 # ---------------------------------------------------------------------------------------------
 def network_meta(config: NetworkConfig) -> dict:
-    """A network shape as JSON-able meta (inverse of ``NetworkConfig(**meta)``)."""
+    """A network shape as JSON-able meta (inverse of ``NetworkConfig.from_meta``)."""
     return dataclasses.asdict(config)
 
 
@@ -449,8 +454,10 @@ def load_agent_variables(path: str | Path) -> tuple[NetworkConfig, dict, int]:
     try:
         try:
             meta = manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta
-            config = NetworkConfig(**meta["network"])
+            config = NetworkConfig.from_meta(meta["network"])
             size = int(meta["board_size"])
+        except RetiredNetworkField as error:  # trained with an option since removed
+            raise CheckpointError(f"checkpoint {path}: {error}") from None
         except Exception as error:  # orbax raises many kinds; a meta of no network raises Key/TypeError
             raise NotACheckpoint(path, f"{where} has no readable metadata: {_damage(error, path)}") from None
         version = meta.get("format_version", FORMAT_VERSION)

@@ -6,14 +6,15 @@ Batch norm statistics live in the ``batch_stats`` collection: call with ``train=
 ``mutable=["batch_stats"]`` while learning, ``train=False`` for inference.
 
 Options (all off by default; then the parameters and outputs are exactly the plain network's):
-``policy_channels``/``value_channels`` widen the heads' 1x1 convolutions (2 and 1 by default);
-``move_planes`` adds two input planes the network derives itself from the disc planes: the
-squares where the mover and where the opponent may play (mobility, Othello's first feature);
 ``value_head="wdl"`` predicts win/draw/loss logits and reports ``value = P(win) - P(loss)``;
 ``score_head`` a tanh-scaled final disc difference; ``ownership_head`` a tanh per square (+1 the
 mover's disc at the end, -1 the opponent's); ``global_pool`` adds KataGo-style global pooling
 biases in every residual block. ``aux=True`` also returns the extra outputs in a dict (for the
-losses); the search only ever sees ``(logits, value)``.
+losses); the search only ever sees ``(logits, value)``. The heads' 1x1 convolutions have
+AlphaZero's 2 (policy) and 1 (value) channels.
+
+Retired fields (:data:`RETIRED_NETWORK_FIELDS`): checkpoints and network files written before
+name them at their off values; :meth:`NetworkConfig.from_meta` reads those and refuses the others.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import jax
 import jax.numpy as jnp
 
 from othello_jax.errors import InputError
-from othello_jax.game import bitboard as bb
 
 VALUE_HEADS = ("scalar", "wdl")
 PRESETS: dict[str, tuple[int, int]] = {
@@ -36,6 +36,24 @@ PRESETS: dict[str, tuple[int, int]] = {
     "standard": (6, 128),
     "large": (10, 128),
 }
+POLICY_CHANNELS, VALUE_CHANNELS = 2, 1  # the heads' 1x1 convolution widths (AlphaZero's)
+
+_HEADS = ("wider heads' 8-minute gain was gone at the quickstart's length (experiments/RESULTS.md, "
+          "'The heads in self-play: an 8-minute screen, 3 seeds')")
+# network fields that were removed -> (the values that mean off, which checkpoints and network files
+# written before carry: 0 is a config's "unset"; why it went, naming its RESULTS.md heading). The
+# config's ``network.<name>`` entries of othello_jax.training.settings.retired come from this table.
+RETIRED_NETWORK_FIELDS: dict[str, tuple[tuple, str]] = {
+    "move_planes": ((False, 0), "legal-move input planes gave no gain (experiments/RESULTS.md, 'Strength ceilings "
+                                "on 6x6 with the exact solver as ground truth: capacity, targets, coverage, compute "
+                                "(2026-11-25)')"),
+    "policy_channels": ((0, POLICY_CHANNELS), _HEADS),
+    "value_channels": ((0, VALUE_CHANNELS), _HEADS),
+}
+
+
+class RetiredNetworkField(InputError):
+    """A network meta names a retired option turned on (one line: the field, why it went)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,16 +63,11 @@ class NetworkConfig:
     blocks: int = 6
     channels: int = 64
     value_hidden: int = 64
-    # 1x1 convolution channels feeding each head's dense layer (AlphaZero's 2 and 1); wider heads
-    # give the policy and value more features of the board at a small share of the tower's cost
-    policy_channels: int = 2
-    value_channels: int = 1
     dtype: str = "float32"  # activations/matmuls: "float32" or "bfloat16"
     value_head: str = "scalar"  # "scalar" (tanh) or "wdl" (win/draw/loss logits; value = p_win - p_loss)
     score_head: bool = False  # auxiliary head: final disc difference / squares (tanh)
     ownership_head: bool = False  # auxiliary head: final owner of every square (tanh per square)
     global_pool: bool = False  # KataGo-style global pooling biases in the residual blocks
-    move_planes: bool = False  # input planes of both sides' legal moves, derived from the disc planes
     # what the value head predicts: (1 - m) * result + m * final disc difference / squares
     # (Othello.result_value); 0 = the result alone. Searches value finished games the same way.
     value_margin: float = 0.0
@@ -79,17 +92,21 @@ class NetworkConfig:
         blocks, channels = PRESETS[name]
         return cls(blocks=blocks, channels=channels, **overrides)
 
+    @classmethod
+    def from_meta(cls, meta: dict) -> NetworkConfig:
+        """The network a checkpoint's or network file's meta names (:func:`current_fields`)."""
+        return cls(**current_fields(meta))
 
-def legal_move_planes(obs: jax.Array) -> jax.Array:
-    """Both sides' legal placements ``(..., N, N, 2)`` (mover, opponent) from disc planes ``(..., N, N, 2)``.
 
-    The game's own rule (``bitboard.legal_placements``) on the planes packed into bitboards.
-    """
-    size = obs.shape[-2]
-    mover, opponent = bb.from_grid(obs[..., 0] > 0.5), bb.from_grid(obs[..., 1] > 0.5)
-    planes = [bb.to_grid(bb.legal_placements(own, other, size), size)
-              for own, other in ((mover, opponent), (opponent, mover))]
-    return jnp.stack(planes, axis=-1).astype(obs.dtype)
+def current_fields(meta: dict) -> dict:
+    """A network meta without its retired fields (:data:`RETIRED_NETWORK_FIELDS`) at their off
+    values, which everything written before them carries; :class:`RetiredNetworkField` naming the
+    field and why it went when one is on (this code cannot build that network)."""
+    for name, (offs, why) in RETIRED_NETWORK_FIELDS.items():
+        if name in meta and meta[name] not in offs:
+            raise RetiredNetworkField(f"network.{name}={meta[name]!r} names a removed option ({why}); "
+                             "this code cannot build that network")
+    return {k: v for k, v in meta.items() if k not in RETIRED_NETWORK_FIELDS}
 
 
 def wdl_value(wdl_logits: jax.Array) -> jax.Array:
@@ -146,19 +163,17 @@ class AlphaZeroNet(nn.Module):
         dtype = jnp.dtype(self.config.dtype)
         c = self.config.channels
         x = obs.astype(dtype)
-        if self.config.move_planes:
-            x = jnp.concatenate([x, legal_move_planes(x)], axis=-1)
         x = nn.Conv(c, (3, 3), use_bias=False, dtype=dtype)(x)
         x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(x))
         for _ in range(self.config.blocks):
             x = ResidualBlock(c, dtype, self.config.global_pool)(x, train)
         batch = x.shape[:-3]
 
-        p = nn.Conv(self.config.policy_channels, (1, 1), use_bias=False, dtype=dtype)(x)
+        p = nn.Conv(POLICY_CHANNELS, (1, 1), use_bias=False, dtype=dtype)(x)
         p = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(p))
         logits = nn.Dense(self.num_actions, dtype=dtype)(p.reshape(batch + (-1,)))
 
-        v = nn.Conv(self.config.value_channels, (1, 1), use_bias=False, dtype=dtype)(x)
+        v = nn.Conv(VALUE_CHANNELS, (1, 1), use_bias=False, dtype=dtype)(x)
         v = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(v))
         v = nn.relu(nn.Dense(self.config.value_hidden, dtype=dtype)(v.reshape(batch + (-1,))))
         extras: dict[str, jax.Array] = {}

@@ -84,6 +84,24 @@ class BruteForce:
         return self.memo[key]
 
 
+def random_games_6x6(games: int, plies: int, seed: int) -> list[tuple[int, int]]:
+    """``(mover, opponent)`` Python-int boards (bit ``row * 8 + column``) of every position of
+    ``games`` uniformly random 6x6 games before their end, at most ``plies`` a game: played with
+    :class:`BruteForce`'s rules in Python (no compile)."""
+    brute, rng = BruteForce(6), np.random.default_rng(seed)
+    start = (1 << 19 | 1 << 26, 1 << 18 | 1 << 27)  # black to move on d3 and c4, white on c3 and d4
+    positions = []
+    for _ in range(games):
+        me, you = start
+        for _ in range(plies):
+            moves = brute.moves(me, you)
+            if not moves and not brute.moves(you, me):
+                break
+            positions.append((me, you))
+            me, you = brute.child(me, you, int(rng.choice(moves)) if moves else 64)  # 64: a pass
+    return positions
+
+
 def to_ints(states: State) -> tuple[list[int], list[int]]:
     """Batched states -> (mover ints, opponent ints)."""
     def ints(b):

@@ -63,7 +63,7 @@ def synthetic_config(**train_overrides) -> ConfigDict:
     config.board_size = 6
     config.network.update(preset="tiny")
     config.replay.update(lanes=0, capacity=2000, window_start=2, window_max=3, window_grow_every=2,
-                         augment=False, average_duplicates=False)
+                         augment=False)
     config.train.update(dict(dict(batch_size=64, steps_per_iteration=10), **train_overrides))
     config.loss.update(value_weight=1.0, l2=1e-4, entropy_bonus=0.0)
     config.optimizer.update(name="adamw", learning_rate=3e-3, schedule="constant", weight_decay=0.0)

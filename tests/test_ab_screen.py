@@ -26,17 +26,17 @@ def test_the_pretrained_arm_starts_from_its_seeds_network_and_trains_the_rest_of
 
 
 def test_the_8x8_screen_trains_othello8_cpu_and_scores_against_greedy_and_alpha_beta_4(tmp_path):
-    flags = _flags(ab_screen.train_command("greedy25", 1, 12.0, Path("runs/g"), [], board=8))
+    flags = _flags(ab_screen.train_command("endings", 1, 12.0, Path("runs/e"), [], board=8))
     assert flags["config"] == "experiments/configs/othello8_cpu.py" and flags["config.max_minutes"] == "12"
-    assert flags["config.selfplay.opponent_share"] == "0.25" and flags["config.selfplay.opponent"] == "greedy"
+    assert flags["config.search.exact_endings"] == "True"
     six = _flags(ab_screen.train_command("baseline", 1, 12.0, Path("runs/b"), []))
     assert six["config"] == "experiments/configs/othello6_cpu.py"
     scores = ab_screen.score_run_8x8("builtin:8x8", games=2, sims=2, seed=0)
     for name in ("greedy", "ab4"):
         assert scores[f"{name}_games"] == 2 and 0 <= scores[name] <= 1
         assert 0 <= scores[f"{name}_wipeouts"] <= 2 - 2 * scores[name]  # a wipeout is a lost game
-    row = ab_screen.arm_row_8x8("greedy25", [({"positions_per_s": 700.0, "iterations": 60}, scores)] * 2, 12.0)
-    assert row.startswith("| greedy25 | 2 | 12 | 700 | 60.0 | ") and row.count("; 4 games)") == 2
+    row = ab_screen.arm_row_8x8("endings", [({"positions_per_s": 700.0, "iterations": 60}, scores)] * 2, 12.0)
+    assert row.startswith("| endings | 2 | 12 | 700 | 60.0 | ") and row.count("; 4 games)") == 2
     assert f"| {2 * scores['greedy_wipeouts']} |" in row
 
 

@@ -242,8 +242,8 @@ def test_with_every_option_off_training_adds_nothing():
     names = set(state.params) | set(state.params["ResidualBlock_0"])
     assert not names & {"wdl", "score", "ownership", "global_pool"}
     assert checkpoint.format_version(NetworkConfig()) == checkpoint.FORMAT_VERSION == 1
-    # move planes widen the stem: older code could not read it
-    assert checkpoint.format_version(NetworkConfig(move_planes=True)) == checkpoint.AUX_FORMAT_VERSION
+    # global pooling adds variables to every block: older code could not read it
+    assert checkpoint.format_version(NetworkConfig(global_pool=True)) == checkpoint.AUX_FORMAT_VERSION
 
 
 def test_bad_settings_are_one_line_errors():

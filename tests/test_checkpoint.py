@@ -166,7 +166,7 @@ def train_process(workdir: Path) -> subprocess.Popen:
     import sys
 
     env = dict(os.environ, PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
-    return subprocess.Popen([sys.executable, "-m", "experiments.train", f"--workdir={workdir}", *TINY],
+    return subprocess.Popen([sys.executable, "-m", "othello_jax.cli", "train", f"--workdir={workdir}", *TINY],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

@@ -21,10 +21,10 @@ Left out, and why:
   and `bench_solver` below run the same `python -m` launch of a benchmark module);
 - `othello-jax eval --white=perfect` (README): tests/test_perfect_play.py runs the command's `main`
   against `perfect`; a subprocess of it costs 30 s of solving;
-- `python -m experiments.train` on othello8_gpu / othello8_tpu / othello8_cpu / othello8_small:
-  accelerator-sized (or hours-long) 8x8 configs, minutes per iteration on a CPU; `experiments.train`
-  runs here with the README's flags on the shipped tiny_test config (the same `main` as
-  `othello-jax train`, which the quickstart runs on othello6_cpu);
+- `othello-jax train` on othello8_gpu / othello8_tpu / othello8_cpu / othello8_small:
+  accelerator-sized (or hours-long) 8x8 configs, minutes per iteration on a CPU; `othello-jax train`
+  runs here with the README's flags on the shipped tiny_test config (the quickstart runs it on
+  othello6_cpu);
 - Edax itself (`gtp:cmd="edax -gtp -l 4"`): not installable here; the fake engine speaks the same GTP;
 - multi-host and TPU launches (docs/multihost.md): need several machines or a TPU; two processes
   on one machine are tests/test_multiprocess.py;
@@ -138,10 +138,10 @@ def test_quickstart_stopped_resumed_then_export_and_analyze_its_network(tmp_path
 
 
 def test_train_with_the_readme_flags_then_the_elo_ladder(tmp_path):
-    """`python -m experiments.train ... --config.search.variant=puct --config.search.num_simulations=N`
+    """`othello-jax train ... --config.search.variant=puct --config.search.num_simulations=N`
     on the shipped tiny_test config, then `python -m experiments.eval_ladder` over its checkpoints."""
     workdir = tmp_path / "tiny"
-    out = run([PYTHON, "-m", "experiments.train", "--config=experiments/configs/tiny_test.py", f"--workdir={workdir}",
+    out = run([OTHELLO_JAX, "train", "--config=experiments/configs/tiny_test.py", f"--workdir={workdir}",
                "--config.search.variant=puct", "--config.search.num_simulations=8", "--config.iterations=2"])
     assert re.search(rf"^training {re.escape(str(workdir))}: 4x4, {expected_devices('tiny_test')} device\(s\)",
                      out, re.M), out[-3000:]

@@ -86,12 +86,11 @@ def test_every_error_class_of_the_project_for_input_is_an_input_error():
 ])
 def test_a_bad_override_is_one_line_and_exit_2_with_nothing_trained(tmp_path, override, fragment):
     workdir = tmp_path / "run"
-    for entry in (("-m", "othello_jax.cli", "train"), ("-m", "experiments.train")):
-        done = _run(*entry, TINY, f"--workdir={workdir}", override)
-        assert done.returncode == 2, (entry, done.stderr[-2000:])
-        lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("othello-jax train: error:") and fragment in lines[0], lines
-        assert not workdir.exists()  # nothing trained, nothing written
+    done = _run("-m", "othello_jax.cli", "train", TINY, f"--workdir={workdir}", override)
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("othello-jax train: error:") and fragment in lines[0], lines
+    assert not workdir.exists()  # nothing trained, nothing written
 
 
 def test_a_bug_in_train_is_one_line_exit_1_and_the_run_resumes_from_its_last_checkpoint(tmp_path):

@@ -20,7 +20,7 @@ from othello_jax.solver import c_solver
 from othello_jax.solver import solved_moves as ts
 from othello_jax.solver.cache import SolvedPositions
 from othello_jax.training.supervised.label_targets import targets
-from tests.solver_helpers import BruteForce
+from tests.solver_helpers import BruteForce, random_games_6x6
 
 GAME = Othello(6)
 BANDS = {(8, 9): 6, (10, 10): 3}
@@ -161,3 +161,21 @@ def test_command_and_bad_options(capsys, tmp_path):
         assert cli.main(argv) == 2, options
         err = capsys.readouterr().err.strip()
         assert err.startswith("othello-jax make-labels: error:") and "\n" not in err, err
+
+
+def test_the_label_cost_benchmark_times_every_method_and_checks_the_optimal_moves(tmp_path, capsys):
+    """``python -m experiments.bench_labels`` on a small labels file: one row per band, and the
+    policy labels agree with the optimal moves of every move's exact value (the script checks)."""
+    from experiments import bench_labels
+
+    positions = random_games_6x6(6, 32, seed=4)
+    mover, opponent = (np.asarray(side, np.uint64) for side in zip(*positions, strict=True))
+    path = tmp_path / "labels.npz"
+    np.savez(path, size=np.int32(6), mover=mover, opponent=opponent,
+             empties=np.asarray([36 - (me | you).bit_count() for me, you in positions], np.int8))
+    assert bench_labels.main(["--labels", str(path), "--bands", "5-8,9-12", "--per-band", "6"]) == 0
+    out = capsys.readouterr().out
+    for band in ("5-8", "9-12"):
+        assert re.search(rf"^ +{band} +6( +\d+\.\d\d){{4}}$", out, re.M), out
+    assert "optimal move sets agree" in out
+    assert bench_labels.main(["--labels", str(tmp_path / "missing.npz")]) == 2

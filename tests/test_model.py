@@ -103,68 +103,19 @@ def test_parameters_are_a_plain_pytree_usable_under_jit_and_grad():
     assert all(np.isfinite(np.asarray(g)).all() for g in jax.tree.leaves(grads))
 
 
-@pytest.mark.parametrize("size", [4, 6, 8])
-def test_move_planes_are_both_sides_legal_moves_by_the_bitboard_rules(size):
-    """The planes the network derives from its disc planes (packed back into bitboards) mark the
-    squares of ``Othello.legal_moves`` for the mover and of the opponent's placements, along random games."""
-    from othello_jax.game import bitboard as bb
-    from othello_jax.model import legal_move_planes
-
-    game = Othello(size)
-    squares = size * size
-
-    @jax.jit
-    def planes_and_rules(key):
-        def ply(state, k):
-            mine = game.legal_moves(state)[..., :squares]
-            theirs = bb.to_grid(bb.legal_placements(state.opponent, state.mover, size), size)
-            logits = jnp.where(game.legal_moves(state), 0.0, -1e9)
-            following = game.step(state, jax.random.categorical(k, logits).astype(jnp.int32))
-            return following, (legal_move_planes(game.observation(state)), mine, theirs)
-
-        state = jax.tree.map(lambda x: jnp.broadcast_to(x, (32,) + x.shape), game.init())
-        return jax.lax.scan(ply, state, jax.random.split(key, squares - 4))[1]
-
-    planes, mine, theirs = (np.asarray(a) for a in planes_and_rules(jax.random.key(size)))
-    assert planes.shape == mine.shape[:-1] + (size, size, 2)
-    assert np.array_equal(planes[..., 0].reshape(mine.shape), mine)
-    assert np.array_equal(planes[..., 1], theirs > 0)
-    assert mine.any() and theirs.any() and not mine.all()
-
-
-def test_move_planes_network_widens_only_the_stem():
-    plain = make_network(6, NetworkConfig.preset("tiny"))
-    moves = make_network(6, NetworkConfig.preset("tiny", move_planes=True))
-    plain_vars, move_vars = (init_variables(n, jax.random.key(0), 6) for n in (plain, moves))
-    assert move_vars["params"]["Conv_0"]["kernel"].shape == (3, 3, 4, 16)
-    shapes = lambda v: jax.tree.map(np.shape, {k: p for k, p in v["params"].items() if k != "Conv_0"})
-    assert shapes(plain_vars) == shapes(move_vars)
-    logits, value = apply(moves, move_vars, observations(6, 5), train=False)
-    assert logits.shape == (5, 37) and value.shape == (5,)
-
-
-def test_wider_heads_change_only_the_heads_and_need_the_newer_checkpoint_format():
-    """``policy_channels``/``value_channels``: the defaults are AlphaZero's 2 and 1 (so every saved
-    network keeps its parameters); wider ones widen the heads' 1x1 convolutions and the dense
-    layers after them, nothing in the tower, and mark the checkpoint as one older code cannot read."""
+def test_the_heads_have_alphazeros_2_and_1_channels_so_saved_networks_keep_their_parameters():
+    """The heads' 1x1 convolutions: 2 policy and 1 value channels (the retired
+    ``policy_channels``/``value_channels`` at their defaults), the dense layers after them sized
+    from those; a meta naming the retired fields at their off values builds the same network."""
     from othello_jax import checkpoint
 
-    plain_config = NetworkConfig.preset("tiny")
-    wide_config = NetworkConfig.preset("tiny", policy_channels=16, value_channels=4)
-    plain, wide = make_network(6, plain_config), make_network(6, wide_config)
-    plain_vars, wide_vars = (init_variables(n, jax.random.key(0), 6) for n in (plain, wide))
-    p, w = plain_vars["params"], wide_vars["params"]
+    config = NetworkConfig.preset("tiny")
+    p = init_variables(make_network(6, config), jax.random.key(0), 6)["params"]
     # flax numbers the head convolutions after the stem's and the tower's: policy, then value
-    heads = sorted(k for k in p if k.startswith("Conv_"))
-    policy_conv, value_conv = heads[-2], heads[-1]
-    assert p[policy_conv]["kernel"].shape == (1, 1, 16, 2) and w[policy_conv]["kernel"].shape == (1, 1, 16, 16)
-    assert p[value_conv]["kernel"].shape == (1, 1, 16, 1) and w[value_conv]["kernel"].shape == (1, 1, 16, 4)
-    assert w["Dense_0"]["kernel"].shape == (36 * 16, 37)
-    assert w["Dense_1"]["kernel"].shape == (36 * 4, wide_config.value_hidden)
-    tower = lambda params: jax.tree.map(np.shape, {k: v for k, v in params.items() if k.startswith("ResidualBlock")})
-    assert tower(p) == tower(w)
-    logits, value = apply(wide, wide_vars, observations(6, 5), train=False)
-    assert logits.shape == (5, 37) and value.shape == (5,) and bool(jnp.all(jnp.abs(value) <= 1))
-    assert checkpoint.format_version(plain_config) == checkpoint.FORMAT_VERSION
-    assert checkpoint.format_version(wide_config) == checkpoint.AUX_FORMAT_VERSION
-    assert checkpoint.format_version({"blocks": 1, "channels": 16}) == checkpoint.FORMAT_VERSION  # an old meta
+    policy_conv, value_conv = sorted(k for k in p if k.startswith("Conv_"))[-2:]
+    assert p[policy_conv]["kernel"].shape == (1, 1, 16, 2) and p[value_conv]["kernel"].shape == (1, 1, 16, 1)
+    assert p["Dense_0"]["kernel"].shape == (36 * 2, 37) and p["Dense_1"]["kernel"].shape == (36, config.value_hidden)
+    assert p["Conv_0"]["kernel"].shape == (3, 3, 2, 16)  # the disc planes only: no move planes
+    old = dict(checkpoint.network_meta(config), move_planes=False, policy_channels=2, value_channels=1)
+    assert NetworkConfig.from_meta(old) == config
+    assert checkpoint.format_version(old) == checkpoint.FORMAT_VERSION

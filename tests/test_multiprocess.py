@@ -54,7 +54,7 @@ def train(workdir: Path, devices: int, iterations: int,
         index, count, port = process
         args += [f"--config.distributed.coordinator_address=localhost:{port}",
                  f"--config.distributed.num_processes={count}", f"--config.distributed.process_id={index}"]
-    return subprocess.Popen([sys.executable, "-m", "experiments.train", f"--workdir={workdir}", *args], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "othello_jax.cli", "train", f"--workdir={workdir}", *args], cwd=REPO,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

@@ -34,7 +34,7 @@ def compile_cache() -> Path:
 def train_command(workdir: Path, cache: Path, *args: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1",
                JAX_COMPILATION_CACHE_DIR=str(cache), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
-    return subprocess.Popen([sys.executable, "-m", "experiments.train", f"--workdir={workdir}", *TINY, *args],
+    return subprocess.Popen([sys.executable, "-m", "othello_jax.cli", "train", f"--workdir={workdir}", *TINY, *args],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

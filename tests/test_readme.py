@@ -71,7 +71,7 @@ COMMANDS: dict[str, str] = {
 # README command -> why no test runs it (the README names the same on the command's line)
 ELSEWHERE: dict[str, str] = {
     "othello-jax train --config=othello8_gpu --workdir=runs/o8gpu": "GPU",
-    "python -m experiments.train --config=othello8_tpu --workdir=runs/o8tpu": "TPU",
+    "othello-jax train --config=othello8_tpu --workdir=runs/o8tpu": "TPU",
 }
 COMMAND_PREFIXES = ("othello-jax ", "bash ", "python -m ")
 

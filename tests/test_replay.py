@@ -114,25 +114,3 @@ def test_augment_transforms_state_and_policy_consistently():
     # each augmented row equals one of the 8 symmetric images of its source
     images = [symmetry.transform_state(rows.state, k, GAME.size).mover.lo for k in range(8)]
     assert np.any([np.asarray(im) == np.asarray(out.state.mover.lo) for im in images], axis=0).all()
-
-
-def test_average_duplicates_means_targets_of_equal_positions_only():
-    rows = learnable_samples(GAME, jax.random.PRNGKey(5), batch=3, plies=4)
-    rows = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), rows)  # ply-0 rows are the same start
-    n = rows.mask.shape[0]
-    policy = jax.random.dirichlet(jax.random.PRNGKey(6), jnp.ones(GAME.num_actions), (n,))
-    value = jnp.linspace(-1, 1, n)
-    rows = rows._replace(policy=policy, value=value)
-    out = replay.average_duplicates(rows)
-    starts = np.arange(3)  # rows 0..2 are the three games' initial positions
-    np.testing.assert_allclose(out.value[starts], np.full(3, float(value[starts].mean())), rtol=1e-6)
-    np.testing.assert_allclose(out.policy[0], policy[starts].mean(0), rtol=1e-5)
-    s = rows.state
-    key = list(zip(*(np.asarray(x).tolist() for x in (s.mover.lo, s.mover.hi, s.opponent.lo, s.opponent.hi)),
-                   strict=False))
-    unique = np.array([i for i in range(n) if key.count(key[i]) == 1])
-    assert len(unique) >= 3
-    np.testing.assert_allclose(out.value[unique], value[unique])
-    # lane axes are preserved
-    laned = replay.average_duplicates(jax.tree.map(lambda x: x.reshape((3, 4) + x.shape[1:]), rows))
-    assert laned.policy.shape == (3, 4, GAME.num_actions)

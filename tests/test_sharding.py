@@ -27,7 +27,7 @@ SCRIPT = textwrap.dedent("""
     assert len(jax.devices()) == 8, jax.devices()
     config = tiny_test.get_config()  # 4x4, real self-play with Gumbel search
     config.selfplay.num_games = 16
-    config.replay.update(lanes=8, augment=True, average_duplicates=True)
+    config.replay.update(lanes=8, augment=True)
     config.train.update(batch_size=32, steps_per_iteration=2)
     game = Othello(config.board_size)
 

@@ -24,8 +24,9 @@ from othello_jax.solver import (
     solve_batch_jit,
     solve_many,
 )
+from othello_jax.solver.host import exact_signs, exact_signs_and_best
 from othello_jax.solver.jax_solver import square_to_action
-from tests.solver_helpers import BruteForce, greedy_act, random_act, random_positions, to_ints
+from tests.solver_helpers import BruteForce, greedy_act, random_act, random_games_6x6, random_positions, to_ints
 
 GAME = Othello(8)
 JAX_EMPTIES = 10  # one compiled search depth for all 8x8 JAX checks
@@ -274,6 +275,24 @@ def test_exact_values_for_training(positions):
         exact_values(batch, GAME, JAX_EMPTIES, "margin")
     jitted = jax.jit(exact_values, static_argnums=(1, 2, 3))(batch, GAME, JAX_EMPTIES, "sign")
     assert np.array_equal(np.asarray(jitted[0]), np.sign(values[:JAX_BATCH]) * ~early)
+
+
+def test_the_solver_names_every_optimal_move_and_only_those():
+    """``exact_signs_and_best`` against brute-force minimax on random 6x6 positions with 4-9 empty
+    squares: the result's sign, and the squares whose move keeps the position's exact score
+    (ties between several optimal moves included)."""
+    brute = BruteForce(6)
+    positions = list(dict.fromkeys((me, you) for me, you in random_games_6x6(40, 32, seed=3)
+                                   if 4 <= 36 - (me | you).bit_count() <= 9))
+    got = exact_signs_and_best(6, positions)
+    assert [sign for sign, _ in got] == exact_signs(6, positions)
+    ties = 0
+    for (me, you), (sign, best) in zip(positions, got, strict=True):
+        value = brute.value(me, you)
+        optimal = [sq for sq in brute.moves(me, you) if -brute.value(*brute.child(me, you, sq)) == value]
+        assert (sign, best) == (np.sign(value), sum(1 << sq for sq in optimal)), (me, you)
+        ties += len(optimal) > 1
+    assert len(positions) > 100 and ties > 10
 
 
 def test_without_a_compiler_auto_falls_back_to_jax(monkeypatch, tmp_path):

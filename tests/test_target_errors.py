@@ -46,20 +46,3 @@ def test_the_report_has_a_row_per_target_and_bands_with_positions(measured):
     assert "1-6 empties" in text and "7-12 empties" in text and "17-20" not in text
     assert "search's policy target optimal" in text
 
-
-def test_diversity_counts_distinct_positions_per_band(measured):
-    """experiments/selfplay_diversity.py: its counts equal a count of the observation planes'
-    bytes (another encoding of the same positions), band by band."""
-    from experiments import selfplay_diversity
-
-    game, out, _ = measured
-    counts = selfplay_diversity.distinct_by_band(out, game)
-    planes = np.asarray(game.observation(out.samples.state)).reshape(out.samples.mask.shape + (-1,))
-    colour = np.asarray(out.samples.state.color)
-    empties = game.num_squares - planes.sum(axis=-1)
-    for band in counts:
-        low, high = band.band
-        rows = out.samples.mask & (empties >= low) & (empties <= high)
-        keys = {planes[t, b].tobytes() + bytes([int(colour[t, b])]) for t, b in zip(*np.nonzero(rows), strict=True)}
-        assert (band.positions, band.distinct) == (int(rows.sum()), len(keys))
-    assert sum(band.positions for band in counts) > 0

@@ -261,22 +261,6 @@ def test_a_run_ended_by_its_iteration_count_does_not_blame_its_time_budget(tmp_p
     assert any(line.startswith("[1/1]") for line in lines) and not any("max_minutes" in line for line in lines), lines
 
 
-def test_games_against_a_fixed_opponent_reach_the_run_its_metrics_and_its_log(tmp_path):
-    """``selfplay.opponent_share`` through the compiled iteration a user's run compiles: the share
-    of games in the metrics (per lane), the network's score there, and on the progress line."""
-    from othello_jax.training.runner import loop
-    from othello_jax.training.runner.metrics import read_records
-
-    lines = []
-    config = tiny_config(**{"iterations": 1, "selfplay.opponent_share": 0.5, "selfplay.opponent": "alphabeta:depth=1"})
-    loop.run(config, tmp_path / "run", print_fn=lines.append)
-    record = read_records(tmp_path / "run" / "metrics.jsonl")[0]
-    assert record["selfplay/opponent_games"] == config.selfplay.num_games / 2
-    assert 0.0 <= record["selfplay/opponent_score"] <= 1.0
-    shown = [line for line in lines if line.startswith("[1/1]")]
-    assert shown and f"vs opponent {record['selfplay/opponent_score']:.2f}" in shown[0], lines
-
-
 def test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled_matches(tmp_path, monkeypatch):
     from othello_jax.checkpoint import load_agent_variables
     from othello_jax.training.runner import arena_hooks as evaluation_hooks

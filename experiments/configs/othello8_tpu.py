@@ -4,7 +4,7 @@ OLIVAW-like schedule: SGD with momentum and step decay, simulations 64 -> 128 ->
 window growing from 2 to 5 iterations, harvested tree positions. Games and batches are
 multiples of 128 and of 8 lanes, so the work splits evenly over 1 or 8 devices.
 
-    python -m experiments.train --config=experiments/configs/othello8_tpu.py --workdir=/content/runs/o8
+    othello-jax train --config=experiments/configs/othello8_tpu.py --workdir=/content/runs/o8
 """
 
 from othello_jax.training.settings.defaults import default_config

@@ -94,15 +94,17 @@ def load(reference: str | Path) -> tuple[NetworkConfig, dict, int, dict]:
     """``(network config, {'params', 'batch_stats'}, board size, meta)`` of a portable file or ``builtin:NAME``."""
     import jax
 
-    from othello_jax.model import NetworkConfig
+    from othello_jax.model import NetworkConfig, RetiredNetworkField
 
     path = resolve(reference)
     meta, variables = _read(path)
     variables.setdefault("batch_stats", {})
     try:
-        config = NetworkConfig(**meta["network"])
+        config = NetworkConfig.from_meta(meta["network"])
         size = int(meta["board_size"])
         mismatch = variables_mismatch(config, size, variables)
+    except RetiredNetworkField as error:  # a network of an option since removed
+        raise PortableNetworkError(f"network file {path}: {error}") from None
     except Exception as error:  # a config this code cannot build: flax and jax raise many kinds
         raise PortableNetworkError(f"network file {path} has an unreadable network config "
                                    f"({first_line(error, limit=120)})") from None

@@ -3,7 +3,6 @@
     step = make_iteration(config, game, net, optimizer, selfplay_fn, mesh)
     train_state, metrics = step(train_state, key)              # schedule_clock "iterations"
     train_state, metrics = step(train_state, key, positions)   # "minutes": float32[2] schedule span
-    train_state, metrics, requests = step(train_state, key, labels)  # host labels (host_labels.py)
 
 Data parallelism is over a 1-D device :class:`~jax.sharding.Mesh` with axis ``"data"``: network
 parameters and optimizer state are replicated; self-play games, the replay buffer and the
@@ -34,7 +33,6 @@ from othello_jax.training.compiled.optimizers import learning_rate_schedule, pos
 from othello_jax.training.compiled.placement import AXIS, Placement
 from othello_jax.training.compiled.samples import Samples, flatten
 from othello_jax.training.compiled.sgd import make_sgd_step
-from othello_jax.training.runner import host_labels
 from othello_jax.training.settings.run_settings import ReplaySettings, RunSettings, TrainSettings
 
 # self-play statistics that are counts (summed over lanes); the others are averaged
@@ -167,24 +165,16 @@ def lane_selfplay(selfplay_fn: SelfPlayFn, mesh: Mesh):
     return _shard_map(local, mesh, in_specs=(PartitionSpec(), lanes, lanes), out_specs=lanes)
 
 
-def samples_per_lane(selfplay_fn: SelfPlayFn, example: TrainState) -> int:
-    """Rows one call of ``selfplay_fn`` gives each lane (its padding included): shapes only, nothing runs."""
-    lanes = example.buffer.lanes
-    samples = jax.eval_shape(lambda actor, resign: selfplay_fn(actor, jax.random.split(jax.random.PRNGKey(0), lanes),
-                                                              resign)[0], example.actor, example.resign)
-    return int(np.prod(samples.mask.shape[1:]))
-
-
 def make_iteration(config: RunSettings, game: Othello, net: AlphaZeroNet,
                    optimizer: optax.GradientTransformation, selfplay_fn: SelfPlayFn, mesh: Mesh,
-                   train_state_example: TrainState, host_exact: bool = False):
+                   train_state_example: TrainState):
     """Build the jitted ``(train_state, key) -> (train_state, metrics)`` for one schedule stage.
 
     Self-play with ``train_state.actor``, append to the replay buffer, then
     ``config.train.steps_per_iteration`` gradient steps on batches of ``config.train.batch_size``
-    positions (split evenly over the lanes) sampled from the window, augmented and optionally
-    with duplicate targets averaged. Unless ``config.gating.enabled``, the actor becomes the new
-    network. The input state is donated (its buffer is updated in place).
+    positions (split evenly over the lanes) sampled from the window and augmented. Unless
+    ``config.gating.enabled``, the actor becomes the new network. The input state is donated (its
+    buffer is updated in place).
 
     With ``config.schedule_clock == "minutes"`` the function takes a third argument, the schedule
     positions ``[start, end]`` (float32[2], in [0, 1]) this iteration spans: gradient step i of K
@@ -192,13 +182,6 @@ def make_iteration(config: RunSettings, game: Othello, net: AlphaZeroNet,
     run's last iteration, whose end is 1, uses the end value), and the replay window is that of
     the nominal iteration ``start * iterations``. ``optimizer`` must then be built with
     ``make_optimizer(..., clock="minutes")``. Extra metrics: ``schedule_position`` (the end).
-
-    With ``host_exact`` (a run with ``selfplay.host_exact_empties`` in any stage) the function
-    takes one more argument, exact value labels for rows of the buffer (``host_labels.LabelRows``,
-    ``[lanes, rows]``, split by lanes), written before anything is stored or sampled, and returns
-    one more result: this iteration's requests, the stored rows with ``exact_endgame_empties <
-    empties <= host_exact_empties`` (``[lanes, samples_per_lane]``, split by lanes). See
-    :mod:`othello_jax.training.runner.host_labels`. Extra metrics: ``host_exact/written``, ``host_exact/stale``.
     """
     lanes = train_state_example.buffer.lanes
     batch_size = config.train.batch_size
@@ -206,7 +189,7 @@ def make_iteration(config: RunSettings, game: Othello, net: AlphaZeroNet,
         raise InputError(f"train.batch_size={batch_size} must be a multiple of the {lanes} replay lanes")
     per_lane = batch_size // lanes
     steps = config.train.steps_per_iteration
-    augment, dedup = config.replay.augment, config.replay.average_duplicates
+    augment = config.replay.augment
     gating = config.gating.enabled
     unroll = unroll_gradient_steps(config.train)
     minutes = config.schedule_clock == "minutes"
@@ -217,18 +200,10 @@ def make_iteration(config: RunSettings, game: Othello, net: AlphaZeroNet,
     play = lane_selfplay(selfplay_fn, mesh)
     batch_sharding = Placement(mesh).lanes
 
-    exact_range = (config.selfplay.exact_endgame_empties, config.selfplay.host_exact_empties)
-
-    def iteration(ts: TrainState, key: jax.Array, positions: jax.Array | None = None,
-                  labels: host_labels.LabelRows | None = None):
+    def iteration(ts: TrainState, key: jax.Array, positions: jax.Array | None = None):
         play_key, train_key = jax.random.split(key)
-        buffer, label_metrics, requests = ts.buffer, {}, None
-        if labels is not None:  # exact values solved on the host, before anything is stored or sampled
-            buffer, label_metrics = host_labels.write(buffer, labels)
         samples, stats, resign = play(ts.actor, jax.random.split(play_key, lanes), ts.resign)
-        if labels is not None:  # the stored rows the host is to solve, with their slots
-            requests = host_labels.requests(samples, replay.slots(buffer, samples), game, *exact_range)
-        buffer = replay.add(buffer, samples)
+        buffer = replay.add(ts.buffer, samples)
         if positions is None:  # the iterations clock: the schedules follow the counters
             window = replay_window(config.replay, ts.iteration)
             rates = None
@@ -243,8 +218,6 @@ def make_iteration(config: RunSettings, game: Othello, net: AlphaZeroNet,
             k, rate = xs
             sample_key, augment_key = jax.random.split(k)
             batch = replay.sample(buffer, sample_key, per_lane, window)
-            if dedup:
-                batch = replay.average_duplicates(batch)
             if augment:
                 batch = replay.augment(batch, augment_key, game.size)
             batch = flatten(batch)
@@ -270,22 +243,18 @@ def make_iteration(config: RunSettings, game: Othello, net: AlphaZeroNet,
         })
         if positions is not None:
             metrics["schedule_position"] = positions[1]
-        metrics.update(label_metrics)
         actor = ts.actor if gating else {"params": params, "batch_stats": batch_stats}
         new = TrainState(params, batch_stats, opt_state, actor, buffer, resign,
                          ts.iteration + 1, ts.step + steps)
-        return (new, metrics) if requests is None else (new, metrics, requests)
+        return new, metrics
 
     placement = Placement(mesh)
     shardings, replicated = placement.state_shardings(train_state_example), placement.replicated
-    # the extra arguments: the schedule span (minutes clock), then the host labels (split by lanes)
-    extra = (replicated,) * minutes + (placement.lanes,) * host_exact
-    out_shardings = (shardings, replicated) + (placement.lanes,) * host_exact
+    # the extra argument: the schedule span (minutes clock)
+    extra = (replicated,) * minutes
 
     def step(ts: TrainState, key: jax.Array, *args):
-        positions = args[0] if minutes else None
-        labels = args[-1] if host_exact else None
-        return iteration(ts, key, positions, labels)
+        return iteration(ts, key, args[0] if minutes else None)
 
-    return jax.jit(step, in_shardings=(shardings, replicated, *extra), out_shardings=out_shardings,
+    return jax.jit(step, in_shardings=(shardings, replicated, *extra), out_shardings=(shardings, replicated),
                    donate_argnums=0)

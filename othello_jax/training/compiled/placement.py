@@ -75,10 +75,6 @@ class Placement:
         """``train_state`` on the mesh (a restored or host state; an already placed one is unchanged)."""
         return put(train_state, self.state_shardings(train_state))
 
-    def lane_rows(self, tree: Any) -> Any:
-        """Rows per lane (leaves ``[lanes, ...]``, e.g. host labels) split by lanes on the mesh."""
-        return put(tree, jax.tree.map(lambda _: self.lanes, tree))
-
     def replicate(self, tree: Any) -> Any:
         """A full copy of ``tree`` on every device, placed once (e.g. parameters and the training
         rows of supervised learning, which must not move on every call)."""

@@ -92,13 +92,6 @@ def _add_lane(data: Samples, cursor: jax.Array, new: Samples) -> tuple[Samples, 
     return data, jnp.sum(new.mask.astype(jnp.int32))
 
 
-def slots(buffer: ReplayBuffer, new: Samples) -> jax.Array:
-    """int32[lanes, n]: where :func:`add` will write each row of ``new`` (leaves ``[lanes, n, ...]``)
-    in its lane's ring; ``buffer.capacity`` for padding rows, which are not stored."""
-    destinations = jax.vmap(_destinations, in_axes=(0, 0, None))
-    return destinations(buffer.cursor, new.mask.astype(bool), buffer.capacity)
-
-
 def add(buffer: ReplayBuffer, new: Samples) -> ReplayBuffer:
     """Append one generation of rows; ``new`` has leaves ``[lanes, n, ...]`` with ``n <= capacity``.
 
@@ -153,32 +146,6 @@ def sample(buffer: ReplayBuffer, key: jax.Array, batch_per_lane: int, window: ja
         return rows._replace(mask=rows.mask & (avail > 0))
 
     return jax.vmap(lane)(buffer.data, buffer.cursor, available, keys)
-
-
-def average_duplicates(batch: Samples) -> Samples:
-    """Replace the targets of identical positions in a batch (leaves ``[..., b, ...]``) by their mean.
-
-    Positions are identical when both discs bitboards match (the state is canonical, so colour
-    does not matter). Cost is quadratic in the batch size; use it per lane.
-    """
-    def one(rows: Samples) -> Samples:
-        s = rows.state
-        fields = (s.mover.lo, s.mover.hi, s.opponent.lo, s.opponent.hi)
-        same = rows.mask[:, None] & rows.mask[None, :]
-        for f in fields:
-            same = same & (f[:, None] == f[None, :])
-        weight = same.astype(jnp.float32)
-        count = jnp.maximum(weight.sum(axis=1), 1.0)
-        policy = (weight @ rows.policy) / count[:, None]
-        value = (weight @ rows.value) / count
-        keep = rows.mask
-        return rows._replace(policy=jnp.where(keep[:, None], policy, rows.policy),
-                             value=jnp.where(keep, value, rows.value))
-
-    lead = batch.mask.shape[:-1]
-    flat = flatten(batch, len(lead))
-    out = jax.vmap(one)(flat)
-    return jax.tree.map(lambda x: x.reshape(lead + x.shape[1:]), out)
 
 
 def augment(batch: Samples, key: jax.Array, size: int) -> Samples:

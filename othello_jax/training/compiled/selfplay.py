@@ -41,8 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from othello_jax.agents import parse_agent
-from othello_jax.game import BLACK, WHITE, Othello, State, play_transcript
+from othello_jax.game import BLACK, Othello, State, play_transcript
 from othello_jax.game.fusion import step_materialized
 from othello_jax.game.lines import pad_lines, replay_lines
 from othello_jax.search import ApplyFn, run_search, select_action
@@ -64,8 +63,7 @@ __all__ = [
     "VALUE_TARGETS", "HarvestSettings", "ResignSettings", "ResignState", "SelfPlayOutput", "SelfPlaySettings",
     "SelfPlayStats", "check_selfplay_config", "default_selfplay_config", "false_positive_counts", "harvest",
     "initial_resign_state", "lambda_returns", "lane_resign_states", "num_plies", "openings_from_transcripts",
-    "opponent_seats", "play_games", "play_openings", "random_prefix", "update_resign_state", "value_targets",
-    "with_exact_values",
+    "play_games", "play_openings", "update_resign_state", "value_targets", "with_exact_values",
 ]
 
 
@@ -267,8 +265,6 @@ class SelfPlayStats(NamedTuple):
     prior_entropy: jax.Array
     target_entropy: jax.Array
     search_value_abs: jax.Array  # mean |q|, a confidence gauge
-    opponent_games: jax.Array  # games against the fixed opponent (selfplay.opponent_share)
-    opponent_score: jax.Array  # the network's score in them (win 1, draw 1/2); 0 when there are none
 
 
 class Ply(NamedTuple):
@@ -284,25 +280,6 @@ class Ply(NamedTuple):
     prior_entropy: jax.Array
     target_entropy: jax.Array
     harvested: Samples | None  # [B, H] tree positions, None when harvesting is off
-
-
-def opponent_seats(settings: SelfPlaySettings, lanes: int) -> jax.Array:
-    """The colour the fixed opponent plays in each of the ``L * G`` games, -1 in self-play games.
-
-    The first ``settings.opponent_games()`` games of every lane, black and white alternating, so
-    each lane meets the opponent with both colours equally often (up to one game).
-    """
-    local = np.arange(settings.num_games)
-    seat = np.where(local < settings.opponent_games(), np.where(local % 2 == 0, BLACK, WHITE), -1)
-    return jnp.asarray(np.tile(seat, lanes), jnp.int32)
-
-
-def _opponent_moves(settings: SelfPlaySettings, game: Othello, state: State, key: jax.Array) -> jax.Array:
-    """The fixed opponent's move in every game ([B] int32), each lane drawing with its own key."""
-    act = parse_agent(settings.opponent, game).act
-    leaves, treedef = jax.tree.flatten(state)
-    return search_keys.draw(lambda k, shape, *rows: act(jax.tree.unflatten(treedef, rows), k),
-                            key, (state.ply.shape[0],), *leaves)
 
 
 class Running(NamedTuple):
@@ -326,33 +303,12 @@ def _start(game: Othello, batch: int, openings: jax.Array | None, key: jax.Array
     return play_openings(game, openings, index)
 
 
-def random_prefix(game: Othello, state: State, most: int, key: jax.Array) -> State:
-    """Each game after ``k`` more uniformly random legal moves, ``k`` drawn per game from ``0..most``.
-
-    ``key`` is one key or ``[L]`` lane keys (each lane draws for its own games). A finished game
-    stays as it is. The moves are not recorded: self-play starts from the positions reached.
-    """
-    batch = state.ply.shape[0]
-    count_key, move_key = search_keys.split(key, 2)
-    moves = search_keys.draw(lambda k, s: jax.random.randint(k, s, 0, most + 1), count_key, (batch,))
-
-    def ply(current: State, inputs: tuple[jax.Array, jax.Array]) -> tuple[State, None]:
-        index, step_key = inputs
-        bits = search_keys.draw(lambda k, s: jax.random.bits(k, s, jnp.uint32), step_key, (batch,))
-        nxt = game.step(current, game.legal_action_of_bits(current, bits))
-        return jax.tree.map(lambda a, b: jnp.where(index < moves, a, b), nxt, current), None
-
-    final, _ = jax.lax.scan(ply, state, (jnp.arange(most), search_keys.split(move_key, most)))
-    return final
-
-
 def _record(settings: SelfPlaySettings, search: SearchSettings, game: Othello, apply_fn: ApplyFn, variables: Any,
-            may_resign: jax.Array | None, seats: jax.Array | None):
+            may_resign: jax.Array | None):
     """The scan body: search every game, play (or resign) one move, record the ply.
 
     ``may_resign``: [B] each game's threshold on its searched value (-inf for played-out games),
-    or None when resignation is off. ``seats``: [B] the colour the fixed opponent plays (-1: none),
-    or None when there is no opponent; on its turns the opponent's move replaces the search's.
+    or None when resignation is off.
     """
     def body(carry: Running, _) -> tuple[Running, Ply]:
         key, search_key, act_key = search_keys.split(carry.key, 3)
@@ -360,9 +316,6 @@ def _record(settings: SelfPlaySettings, search: SearchSettings, game: Othello, a
         result = run_search(search, apply_fn, variables, state, search_key, game)
         temperature = jnp.where(state.ply < settings.temperature_plies, settings.temperature, 0.0)
         action = select_action(result, temperature, act_key)
-        if seats is not None:
-            theirs = state.color.astype(jnp.int32) == seats
-            action = jnp.where(theirs, _opponent_moves(settings, game, state, search_keys.split(act_key, 2)[1]), action)
         resigns = active & (result.root_value < may_resign) if may_resign is not None else jnp.zeros_like(active)
         moving = active & ~resigns
         nxt = jax.tree.map(lambda a, b: jnp.where(moving, a, b), step_materialized(game, state, action), state)
@@ -431,16 +384,13 @@ def _samples(settings: SelfPlaySettings, game: Othello, rec: Ply, end: Ending) -
                           harvested=harvested)
 
 
-def _stats(out: SelfPlayOutput, end: Ending, resign: ResignState, seats: jax.Array) -> SelfPlayStats:
-    """One lane's statistics (``seats``: the opponent's colour per game, -1 in self-play games)."""
+def _stats(out: SelfPlayOutput, end: Ending, resign: ResignState) -> SelfPlayStats:
+    """One lane's statistics."""
     mask = out.samples.mask
     f32 = lambda x: jnp.asarray(x, jnp.float32)
     positions = jnp.sum(mask)
     mean = lambda x: jnp.sum(jnp.where(mask, x, 0.0)) / jnp.maximum(positions, 1)
     black = end.result[:, 0]
-    against = seats >= 0
-    own = jnp.take_along_axis(end.result, jnp.where(against, 1 - seats, 0)[:, None], axis=1)[:, 0]
-    opponent_games = jnp.sum(against)
     return SelfPlayStats(
         games=f32(mask.shape[1]),
         positions=f32(positions),
@@ -457,8 +407,6 @@ def _stats(out: SelfPlayOutput, end: Ending, resign: ResignState, seats: jax.Arr
         prior_entropy=f32(mean(out.prior_entropy)),
         target_entropy=f32(mean(out.target_entropy)),
         search_value_abs=f32(mean(jnp.abs(out.search_value))),
-        opponent_games=f32(opponent_games),
-        opponent_score=f32(jnp.sum(jnp.where(against, (own + 1) / 2, 0.0)) / jnp.maximum(opponent_games, 1)),
     )
 
 
@@ -498,22 +446,17 @@ def play_games(settings: SelfPlaySettings, search: SearchSettings, game: Othello
     batch = lanes * settings.num_games
     key, open_key, playout_key = search_keys.split(keys[0] if lanes == 1 else keys, 3)
     start = _start(game, batch, openings, open_key)
-    if settings.random_plies:  # off: the key stream stays as it was
-        start = random_prefix(game, start, settings.random_plies, search_keys.split(open_key, 2)[1])
-    seats = opponent_seats(settings, lanes)
-    against = seats >= 0
     may_resign = playout = None
-    if settings.resign.enabled:  # played-out games and games against the opponent never resign (-inf)
+    if settings.resign.enabled:  # played-out games never resign (-inf)
         playout = search_keys.draw(jax.random.uniform, playout_key, (batch,)) < settings.resign.playout_fraction
-        may_resign = jnp.where(playout | against, -jnp.inf, jnp.repeat(resign.threshold, settings.num_games))
-    body = _record(settings, search, game, apply_fn, variables, may_resign,
-                   seats if settings.opponent_games() else None)
+        may_resign = jnp.where(playout, -jnp.inf, jnp.repeat(resign.threshold, settings.num_games))
+    body = _record(settings, search, game, apply_fn, variables, may_resign)
     final, rec = jax.lax.scan(body, Running(start, ~start.terminal, key), None, length=num_plies(settings, game))
     end = _ending(game, final, rec)
     out = _by_lane(_samples(settings, game, rec, end), lanes, settings.num_games, time_first=True)
     end = _by_lane(end, lanes, settings.num_games)
     if settings.resign.enabled:
         update = functools.partial(update_resign_state, settings.resign)
-        played_out = _by_lane(playout & ~against, lanes, settings.num_games) & ~end.resigned
+        played_out = _by_lane(playout, lanes, settings.num_games) & ~end.resigned
         resign = _per_lane(update, lanes, resign, end.min_value, end.result, played_out)
-    return out, _per_lane(_stats, lanes, out, end, resign, _by_lane(seats, lanes, settings.num_games)), resign
+    return out, _per_lane(_stats, lanes, out, end, resign), resign

@@ -45,7 +45,6 @@ from othello_jax.errors import InputError
 from othello_jax.notices import compiling, say_while
 from othello_jax.training.runner import arena_hooks
 from othello_jax.training.runner.clock import Cadence, RunClock
-from othello_jax.training.runner.host_labels import HostLabeller
 from othello_jax.training.runner.metrics import MetricsLog, Progress, format_duration, iteration_record
 from othello_jax.training.runner.program import CompiledIteration, TrainProgram, make_train
 
@@ -106,20 +105,14 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
     program = make_train(config)
     primary, multi = jax.process_index() == 0, jax.process_count() > 1
     say = hooks.print_fn if primary else (lambda _: None)
-    # exact labels solved on the host (selfplay.host_exact_empties): one process with a C solver only;
-    # its solver processes start with the first solve, inside the try below
-    labeller = (HostLabeller(program.game, program.lanes, program.host_exact_workers, program.host_exact_policy)
-                if program.host_exact else None)
     ckpts = checkpoint.Checkpoints(workdir, keep=int(config.checkpoint.keep))  # probes the workdir first
     state, key, meta = _resume_or_start(config, program, ckpts, workdir, say)
-    if labeller is not None:
-        labeller.restore(meta)  # the labels still pending when the checkpoint was written
     start, total = int(state.iteration), int(config.iterations)
     clock = RunClock.from_meta(
         meta, seconds=float(config.max_minutes) * 60.0, iterations=total, schedule_clock=program.clock,
         cadences=tuple(Cadence.of(stage) for stage in program.stage_configs), stage_at=program.stage_at,
         now=time.perf_counter, session_start=session_start, agree=_agree if multi else None)
-    writer = CheckpointWriter(ckpts, workdir, config, program, clock, meta, start, hooks.on_checkpoint, labeller)
+    writer = CheckpointWriter(ckpts, workdir, config, program, clock, meta, start, hooks.on_checkpoint)
     log = MetricsLog(workdir, tensorboard=bool(config.tensorboard))
     if primary:
         log.truncate_after(start)
@@ -140,8 +133,7 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
             # one iteration (self-play, replay, gradient steps) over the schedule span the clock gives
             begin, end, last_in_time = clock.span(iteration)
             key, step_key = jax.random.split(key)
-            state, metrics, seconds = _iterate(step, state, step_key, program.schedule_args(begin, end), clock,
-                                               labeller)
+            state, metrics, seconds = _iterate(step, state, step_key, program.schedule_args(begin, end), clock)
             clock.record_iteration(seconds, end)
             done = iteration + 1
             record = iteration_record(metrics, done, seconds, compile_s, stage, program.network_evaluations(index))
@@ -173,8 +165,6 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
     finally:
         ckpts.close()
         log.close()
-        if labeller is not None:
-            labeller.close()
     return record
 
 
@@ -225,29 +215,22 @@ def _compile(program: TrainProgram, index: int, state, key: jax.Array, clock: Ru
     return step, seconds
 
 
-def _iterate(step: _Step, state, key: jax.Array, schedule: tuple, clock: RunClock,
-             labeller: HostLabeller | None) -> tuple:
-    """``(state, metrics, seconds)``: one run of the compiled iteration, its scalar metrics fetched
-    (with host labels: the previous iteration's requests solved while it runs)."""
+def _iterate(step: _Step, state, key: jax.Array, schedule: tuple, clock: RunClock) -> tuple:
+    """``(state, metrics, seconds)``: one run of the compiled iteration, its scalar metrics fetched."""
     t0 = clock.now()
-    if labeller is None:
-        state, metrics = step.iteration(state, key, *schedule)
-    else:
-        state, metrics = labeller.iterate(step.iteration, state, key, schedule, step.iteration.label_rows)
+    state, metrics = step.iteration(state, key, *schedule)
     metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
     return state, metrics, clock.now() - t0
 
 
 class CheckpointWriter:
     """The run's checkpoints: each with its meta (the clock's, the evaluations so far, the best
-    score, the host labels still pending), the best-scoring network apart, and the last iteration
+    score), the best-scoring network apart, and the last iteration
     saved (a stop saves it once)."""
 
     def __init__(self, ckpts: checkpoint.Checkpoints, workdir: Path, config: ConfigDict, program: TrainProgram,
-                 clock: RunClock, meta: dict, start: int, on_checkpoint: CheckpointHook | None,
-                 labeller: HostLabeller | None = None):
+                 clock: RunClock, meta: dict, start: int, on_checkpoint: CheckpointHook | None):
         self.ckpts, self.workdir, self.clock, self.on_checkpoint = ckpts, workdir, clock, on_checkpoint
-        self.labeller = labeller
         self.expect = program.meta()
         self.config = json.loads(config.to_json_best_effort())
         self.evaluations: list[dict] = list(meta.get("evaluation", []))
@@ -260,8 +243,7 @@ class CheckpointWriter:
         disk when this returns, and its duration goes to the clock."""
         t0 = self.clock.now()
         meta = dict(self.expect, iteration=iteration, evaluation=self.evaluations, best_score=self.best,
-                    **self.clock.to_meta(), config=self.config,
-                    **(self.labeller.to_meta() if self.labeller is not None else {}))
+                    **self.clock.to_meta(), config=self.config)
         self.ckpts.save(iteration, state, key, meta, save_buffer=bool(stage.checkpoint.save_buffer))
         self.last_saved = iteration
         self.clock.mark_saved()

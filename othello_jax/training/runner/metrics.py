@@ -148,7 +148,6 @@ class Progress:
                  f"{r['positions_per_s']:,.0f} pos/s",
                  f"buf {100 * r['buffer_fill']:.0f}%",
                  f"sims {r['simulations']}",
-                 *([f"vs opponent {r['selfplay/opponent_score']:.2f}"] if r.get("selfplay/opponent_games") else []),
                  *([f"schedule {100 * r['schedule_position']:.0f}%"] if r.get("schedule_position") is not None else []),
                  f"{format_duration(r['elapsed_s'])} elapsed, ETA {format_duration(eta)}"]
         evals = [f"{k[5:]} {v:.2f}" for k, v in r.items() if k.startswith("eval/") and v is not None]

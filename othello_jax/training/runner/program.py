@@ -45,11 +45,9 @@ from othello_jax.training.compiled.iteration import (
     make_iteration,
     make_mesh,
     num_lanes,
-    samples_per_lane,
 )
 from othello_jax.training.compiled.optimizers import make_optimizer
 from othello_jax.training.compiled.placement import Placement
-from othello_jax.training.runner import host_labels
 from othello_jax.training.settings.run_settings import RunSettings, resolve_stages
 from othello_jax.training.settings.stages import Stage, stage_index, stage_label, stage_unit
 
@@ -58,21 +56,14 @@ from othello_jax.training.settings.stages import Stage, stage_index, stage_label
 class CompiledIteration:
     """One stage's compiled ``(state, key, *schedule) -> (state, metrics)``; every call first puts
     its inputs where the executable was compiled to find them (a no-op for inputs already there).
-
-    label_rows: rows per lane of the host labels it takes (``labels=``; it then returns
-    ``(state, metrics, requests)``), 0 when the run has no host labels.
     """
 
     executable: Callable
     placement: Placement
-    label_rows: int = 0
 
-    def __call__(self, state: TrainState, key: jax.Array, *schedule, labels: host_labels.LabelRows | None = None):
+    def __call__(self, state: TrainState, key: jax.Array, *schedule):
         placement = self.placement
-        args = (placement.state(state), placement.key(key), *map(placement.schedule, schedule))
-        if self.label_rows:
-            args += (placement.lane_rows(labels),)
-        return self.executable(*args)
+        return self.executable(placement.state(state), placement.key(key), *map(placement.schedule, schedule))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,22 +91,6 @@ class TrainProgram:
     resign_init: Any
     clock: str = "iterations"
     stage_unit: str = "iterations"
-
-    @property
-    def host_exact(self) -> bool:
-        """Whether any stage labels positions exactly on the host (``selfplay.host_exact_empties``):
-        then every stage's iteration takes and returns host labels (:mod:`.host_labels`)."""
-        return any(stage.selfplay.host_exact_empties for stage in self.stage_configs)
-
-    @property
-    def host_exact_policy(self) -> bool:
-        """Whether any stage's host labels name the optimal moves (``selfplay.host_exact_policy``)."""
-        return any(stage.selfplay.host_exact_policy for stage in self.stage_configs)
-
-    @property
-    def host_exact_workers(self) -> int:
-        """Solver processes for the host labels: the most any stage asks for (one pool per run)."""
-        return max(stage.selfplay.host_exact_workers for stage in self.stage_configs)
 
     @property
     def placement(self) -> Placement:
@@ -182,28 +157,18 @@ class TrainProgram:
         return (np.asarray([start, end], np.float32),)
 
     def iteration_fn(self, index: int, example: TrainState) -> Callable:
-        """The jitted ``(state, key) -> (state, metrics)`` of stage ``index`` (not yet compiled; with
-        :attr:`host_exact`, ``(state, key, labels) -> (state, metrics, requests)``)."""
+        """The jitted ``(state, key) -> (state, metrics)`` of stage ``index`` (not yet compiled)."""
         return make_iteration(self.stage_configs[index], self.game, self.net, self.optimizers[index],
-                              self.selfplay_fns[index], self.mesh, example, host_exact=self.host_exact)
-
-    def label_rows(self, index: int, example: TrainState) -> int:
-        """Rows per lane of stage ``index``'s host labels and requests (the rows one iteration
-        stores per lane, padding included); 0 without :attr:`host_exact`."""
-        return samples_per_lane(self.selfplay_fns[index], example) if self.host_exact else 0
+                              self.selfplay_fns[index], self.mesh, example)
 
     def compile(self, index: int, state: TrainState, key: jax.Array) -> CompiledIteration:
         """Stage ``index``'s iteration compiled for ``state``'s shapes, on the placement's shardings
         (wherever ``state`` and ``key`` are now)."""
         placement = self.placement
-        rows = self.label_rows(index, state)
-        labels = host_labels.no_labels(self.lanes, rows) if rows else None
         inputs = (placement.abstract(state, placement.state_shardings(state)),
                   placement.abstract(key, placement.replicated),
-                  *(placement.abstract(np.asarray(a), placement.replicated) for a in self.schedule_args(0.0, 0.0)),
-                  *(() if labels is None else (placement.abstract(labels, jax.tree.map(lambda _: placement.lanes,
-                                                                                       labels)),)))
-        return CompiledIteration(self.iteration_fn(index, state).lower(*inputs).compile(), placement, rows)
+                  *(placement.abstract(np.asarray(a), placement.replicated) for a in self.schedule_args(0.0, 0.0)))
+        return CompiledIteration(self.iteration_fn(index, state).lower(*inputs).compile(), placement)
 
     def meta(self) -> dict:
         """What must match for a checkpoint to resume this run (``checkpoint.COMPATIBILITY_KEYS``)."""
