@@ -209,10 +209,14 @@ def test_killed_run_resumes_to_the_same_parameters(tmp_path):
     np.testing.assert_allclose([r["loss"] for r in logged], [r["loss"] for r in reference], rtol=1e-5)
 
 
-def test_a_run_written_before_the_package_layout_change_resumes(tmp_path):
-    """tests/data/run_before_layout: the tiny_test config trained for 2 iterations by the code
-    before the subpackage layout (commit 1425998). It resumes, and its third iteration equals
-    that of a run trained from scratch by today's code (up to float rounding)."""
+@pytest.mark.parametrize("written_by, lanes", [("run_before_layout", 0), ("run_before_rooms", 2)])
+def test_a_run_written_before_a_package_layout_change_resumes(tmp_path, written_by, lanes):
+    """tests/data/run_before_layout and run_before_rooms: the tiny_test config trained for 2
+    iterations by the code before the subpackage layout (commit 1425998) and before training's
+    rooms and the retired options (commit 8af0a66: its checkpoint meta holds the retired network
+    fields at their off values, policy_channels 2, move_planes false). Each resumes, and its third
+    iteration equals that of a run trained from scratch by today's code (up to float rounding).
+    run_before_rooms was trained on 2 host devices, one lane each: both runs here keep its 2 lanes."""
     import shutil
 
     from experiments.configs import tiny_test
@@ -220,8 +224,9 @@ def test_a_run_written_before_the_package_layout_change_resumes(tmp_path):
 
     config = tiny_test.get_config()
     config.iterations = 3
+    config.replay.lanes = lanes
     old = tmp_path / "old"
-    shutil.copytree(Path(__file__).parent / "data" / "run_before_layout", old)
+    shutil.copytree(Path(__file__).parent / "data" / written_by, old)
     lines = []
     resumed = loop.run(config, old, print_fn=lines.append)
     assert lines[0].startswith(f"resumed {old} at iteration 2"), lines[0]

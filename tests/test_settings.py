@@ -193,13 +193,13 @@ def test_both_programs_network_sections_reach_every_network_field_they_offer():
     from othello_jax.model import NetworkConfig
     from othello_jax.training.settings.defaults import SELFPLAY_WITHOUT, network_section
     from othello_jax.training.settings.run_settings import network_config
+    from othello_jax.training.settings.supervised_settings import SUPERVISED_WITHOUT
 
-    changed = dict(blocks=3, channels=24, value_hidden=16, policy_channels=32, value_channels=8, dtype="bfloat16",
-                   value_head="wdl", score_head=True, ownership_head=True, global_pool=True, move_planes=True,
-                   value_margin=0.25)
+    changed = dict(blocks=3, channels=24, value_hidden=16, dtype="bfloat16",
+                   value_head="wdl", score_head=True, ownership_head=True, global_pool=True, value_margin=0.25)
     assert set(changed) == {f.name for f in dataclasses.fields(NetworkConfig)}, "a new field: add it here"
     programs = {"training": (default_config(), SELFPLAY_WITHOUT),
-                "supervised": (supervised_configs.get_config(), supervised_configs.WITHOUT)}
+                "supervised": (supervised_configs.get_config(), SUPERVISED_WITHOUT)}
     small = NetworkConfig.preset("small")
     for program, (config, without) in programs.items():
         assert network_config(config) == NetworkConfig.preset(config.network.preset), program
@@ -211,3 +211,40 @@ def test_both_programs_network_sections_reach_every_network_field_they_offer():
             assert got == dataclasses.replace(small, **{name: value}), (program, name)
     with pytest.raises(InputError, match="unknown network field"):
         network_section("small", heads=3)
+
+
+def test_the_settings_reference_describes_every_setting_once_and_is_up_to_date():
+    """docs/settings.md is the reference: every setting of both trainers has one description beside its
+    default, and the page is the module's output."""
+    from othello_jax.training.settings import reference
+
+    for title, _, make, described in reference.PROGRAMS:
+        assert reference.unmatched(make(), described) == [], title
+    page = (Path(__file__).resolve().parents[1] / "docs" / "settings.md").read_text()
+    assert page == reference.render(), \
+        "docs/settings.md is stale: python -m othello_jax.training.settings.reference > docs/settings.md"
+
+
+def test_no_retired_setting_is_in_either_default():
+    from othello_jax.training.settings.retired import RETIRED_SETTINGS
+    from othello_jax.training.settings.supervised_settings import default_supervised_config
+
+    for config in (default_config().to_dict(), default_supervised_config().to_dict()):
+        for name in RETIRED_SETTINGS:
+            node = config
+            for part in name.split("."):
+                node = node.get(part, {}) if isinstance(node, dict) else {}
+            assert node == {}, name
+
+
+def test_every_value_target_name_has_its_formula():
+    import jax.numpy as jnp
+
+    from othello_jax.training.compiled.selfplay import value_targets
+    from othello_jax.training.settings.selfplay_settings import VALUE_TARGETS
+
+    search_value, outcome, mask = jnp.full((3, 2), 0.5), jnp.ones((3, 2)), jnp.ones((3, 2), bool)
+    for kind in VALUE_TARGETS:
+        assert value_targets(kind, search_value, outcome, mask, 0.9).shape == (3, 2), kind
+    with pytest.raises(KeyError):
+        value_targets("margin", search_value, outcome, mask, 0.9)

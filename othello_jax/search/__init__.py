@@ -32,7 +32,6 @@ from othello_jax.search.search_settings import (
     SearchSettings,
     check_search_config,
     default_search_config,
-    search_settings,
 )
 from othello_jax.search.tree import TREE_UPDATES
 from othello_jax.search.variants import ENGINES, VARIANTS, VariantOutput, dirichlet_noise
@@ -41,5 +40,5 @@ __all__ = [
     "ENGINES", "TREE_UPDATES", "VARIANTS", "ApplyFn", "SearchResult", "VariantOutput", "check_search_config",
     "default_search_config", "dirichlet_noise", "evaluate", "gumbel_muzero_policy", "make_recurrent_fn",
     "mask_logits", "muzero_policy", "run_search", "select_action",
-    "SearchSettings", "search_settings",
+    "SearchSettings",
 ]

@@ -12,7 +12,7 @@ import ml_collections
 from othello_jax.game import Othello, State
 from othello_jax.search import keys
 from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn, masked
-from othello_jax.search.search_settings import SearchSettings, search_settings
+from othello_jax.search.search_settings import SearchSettings
 from othello_jax.search.traps import avoid_traps
 from othello_jax.search.variants import VARIANTS
 
@@ -50,7 +50,7 @@ def run_search(config: SearchSettings | ml_collections.ConfigDict, apply_fn: App
     ``value_margin``: the network's (``NetworkConfig.value_margin``): what its value head was
     trained to predict, so finished games are valued on the same scale (``Othello.result_value``).
     """
-    settings = search_settings(config)
+    settings = config if isinstance(config, SearchSettings) else SearchSettings.from_config(config)
     eval_key, search_key = keys.split(key)
     symmetry = settings.symmetry
     logits, value = evaluate(apply_fn, variables, states, game, eval_key if symmetry else None,

@@ -2,60 +2,57 @@
 
 The config file and the command line set a ``ConfigDict``; :meth:`SearchSettings.from_config`
 validates it once (one-line ``InputError``) into a frozen, hashable record, so a compiled
-function can take it as a static argument. Code below reads its fields; defaults live only in
-:func:`default_search_config`.
+function can take it as a static argument. Code below reads its fields; defaults and their
+descriptions live only in :data:`SEARCH_FIELDS`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 import ml_collections
 
-from othello_jax.errors import InputError, need
+from othello_jax.errors import need
+from othello_jax.records import Field, read_record, section
 from othello_jax.search.tree import TREE_UPDATES
 from othello_jax.search.variants import ENGINES, VARIANTS
 
+SEARCH_FIELDS: tuple[Field, ...] = (
+    ("variant", "gumbel", "the search algorithm: gumbel (Gumbel MuZero) or puct (AlphaZero's PUCT); see VARIANTS"),
+    ("num_simulations", 32, "simulations per move"),
+    ("max_depth", 0, "deepest a simulation descends; 0 = no limit beyond the number of simulations"),
+    ("symmetry", False, "evaluate the network on a random dihedral transform of each position"),
+    ("exact_endings", False, "value the moves that end the game exactly at every evaluated node (on for players "
+     "and evaluations; off in self-play, where it cost 3-13% of a search and gained nothing)"),
+    ("avoid_traps", False, "with exact_endings: replace a root move after which the opponent forces a wipeout "
+     "within its next two moves (search/traps.py); on for players, off in self-play"),
+    ("engine", "lockstep", "lockstep: the project's batched search; mctx: mctx's public policies (same trees, slower)"),
+    ("tree_updates", "scatter",
+     "lockstep's tree writes: scatter, or select (one-hot; meant for TPU, unmeasured there)"),
+    ("compact_levels", True, "lockstep's deep levels run on the trees still working only (same trees, faster)"),
+    ("max_num_considered_actions", 16, "gumbel: root moves sampled without replacement (sequential halving)"),
+    ("gumbel_scale", 1.0, "gumbel: scale of the Gumbel noise at the root (0 = none, as players use)"),
+    ("value_scale", 0.1, "gumbel: qtransform_completed_by_mix_value's value_scale"),
+    ("maxvisit_init", 50.0, "gumbel: qtransform_completed_by_mix_value's maxvisit_init"),
+    ("rescale_values", True, "gumbel: rescale the completed Q values to [0, 1]"),
+    ("use_mixed_value", True, "gumbel: complete unvisited moves with the mixed value (else the raw value)"),
+    ("pb_c_init", 1.25, "puct: exploration constant c_init"),
+    ("pb_c_base", 19652.0, "puct: exploration constant c_base"),
+    ("dirichlet_fraction", 0.25, "puct: share of Dirichlet noise in the root's prior (0 = none, as players use)"),
+    ("dirichlet_alpha_scale", 10.0, "puct: Dirichlet alpha = min(1, scale / number of legal moves)"),
+)
+
 
 def default_search_config() -> ml_collections.ConfigDict:
-    """Search settings with defaults; ``variant`` picks the algorithm (see ``VARIANTS``)."""
-    config = ml_collections.ConfigDict()
-    config.variant = "gumbel"
-    config.num_simulations = 32
-    config.max_depth = 0  # 0: no limit beyond the number of simulations
-    config.symmetry = False  # evaluate the network on a random dihedral transform per position
-    # value the moves that end the game exactly at every evaluated node (search/network.py exact_endings):
-    # on for players and evaluations (agents.playing_search_config); off here, in training's self-play,
-    # until an A/B shows it pays there (it costs 3-13% of a search and compile time; RESULTS 2026-11-25)
-    config.exact_endings = False
-    # with exact_endings: replace a root move after which the opponent forces a wipeout within its
-    # next two moves (three with few discs; search/traps.py); on for players, off in self-play
-    config.avoid_traps = False
-    config.engine = "lockstep"  # the project's batched search; "mctx": mctx's public policies (same trees, slower)
-    # lockstep tree writes: "scatter" (the default everywhere) or "select" (one-hot; meant for TPU, unmeasured there)
-    config.tree_updates = "scatter"
-    # lockstep deep levels on the trees still working only (B/2, B/4, B/8 lanes; same trees; scatter updates only)
-    config.compact_levels = True
-    # gumbel
-    config.max_num_considered_actions = 16
-    config.gumbel_scale = 1.0
-    config.value_scale = 0.1  # qtransform_completed_by_mix_value settings
-    config.maxvisit_init = 50.0
-    config.rescale_values = True
-    config.use_mixed_value = True
-    # puct
-    config.pb_c_init = 1.25
-    config.pb_c_base = 19652.0
-    config.dirichlet_fraction = 0.25
-    config.dirichlet_alpha_scale = 10.0  # alpha = min(1, scale / number of legal moves)
-    return config
+    """Search settings with defaults (:data:`SEARCH_FIELDS`); ``variant`` picks the algorithm (see ``VARIANTS``)."""
+    return section(SEARCH_FIELDS)
 
 
 @dataclasses.dataclass(frozen=True)
 class SearchSettings:
-    """The search settings of :func:`default_search_config`, typed and validated (see there for each)."""
+    """The search settings of :data:`SEARCH_FIELDS`, typed and validated (see there for each)."""
 
     variant: str
     num_simulations: int
@@ -99,41 +96,6 @@ class SearchSettings:
              f"search dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
 
 
-Record = TypeVar("Record")
-
-# the annotated field types a config value is converted to (configs hold ints where floats are meant)
-_CASTS: dict[str, Callable[[Any], Any]] = {
-    "str": str, "int": int, "bool": bool, "float": float,
-    "tuple[int, ...]": lambda v: tuple(int(x) for x in v),
-    "tuple[float, ...]": lambda v: tuple(float(x) for x in v),
-}
-
-
-def read_record(cls: type[Record], config: Mapping[str, Any] | ml_collections.ConfigDict, section: str,
-                **given: Any) -> Record:
-    """The dataclass ``cls`` with each field read from the config section ``config`` and converted
-    to its annotated type, except those ``given`` (nested records, values resolved elsewhere).
-    A field the section lacks, or a value that does not convert (``'nan'`` for an integer), is a
-    one-line ``InputError`` naming it: defaults live in the config's defaults only. The one reader
-    of every settings record (search, self-play, training)."""
-    values = dict(given)
-    for field in dataclasses.fields(cls):
-        if field.name in values:
-            continue
-        need(field.name in config, f"config has no setting {section}.{field.name} (start from default_config())")
-        kind, value = str(field.type), config[field.name]
-        try:
-            values[field.name] = _CASTS[kind](value)
-        except (TypeError, ValueError, OverflowError):
-            raise InputError(f"{section}.{field.name} must be {kind}, got {value!r}") from None
-    return cls(**values)
-
-
-def search_settings(config: SearchSettings | Mapping[str, Any] | ml_collections.ConfigDict) -> SearchSettings:
-    """``config`` as a :class:`SearchSettings` (validated once when given as a config)."""
-    return config if isinstance(config, SearchSettings) else SearchSettings.from_config(config)
-
-
 def check_search_config(config: SearchSettings | Mapping[str, Any] | ml_collections.ConfigDict) -> SearchSettings:
     """Raise a one-line ``InputError`` naming the first impossible setting; the validated record."""
-    return search_settings(config)
+    return config if isinstance(config, SearchSettings) else SearchSettings.from_config(config)

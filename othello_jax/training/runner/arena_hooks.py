@@ -29,7 +29,7 @@ def _say() -> Say | None:
 
 def opponent_specs(text: str) -> list[str]:
     """``config.eval.opponents``: agent specs separated by spaces, e.g. ``"random greedy alphabeta:depth=3"``."""
-    return str(text).split()
+    return text.split()
 
 
 def network_player(config: RunSettings, program: TrainProgram, variables: dict, sims: int, name: str) -> agents.Agent:
@@ -40,7 +40,7 @@ def network_player(config: RunSettings, program: TrainProgram, variables: dict, 
     """
     host = jax.device_get(variables)  # plain arrays: the arena runs on one device
     return agents.network_agent(program.game, program.network, host, sims=sims,
-                                search=str(config.search.variant), name=name)
+                                search=config.search.variant, name=name)
 
 
 def evaluate_against_baselines(config: RunSettings, program: TrainProgram, variables: dict, key: jax.Array) -> dict:
@@ -48,10 +48,10 @@ def evaluate_against_baselines(config: RunSettings, program: TrainProgram, varia
 
     Score = (wins + draws / 2) / games over ``config.eval.games`` games per opponent.
     """
-    sims = int(config.eval.num_simulations) or int(config.search.num_simulations)
+    sims = config.eval_simulations
     player = network_player(config, program, variables, sims, name=f"net:sims={sims}")
     open_key, play_key = jax.random.split(key)
-    lines = arena.match_openings(program.game, int(config.eval.games), open_key)
+    lines = arena.match_openings(program.game, config.eval.games, open_key)
     scores = {}
     for i, spec in enumerate(opponent_specs(config.eval.opponents)):
         opponent = agents.parse_agent(spec, program.game)
@@ -73,9 +73,9 @@ def testset_score(player: agents.Agent, key: jax.Array) -> dict:
 def gate_against_champion(config: RunSettings, program: TrainProgram, challenger: dict, champion: dict,
                           key: jax.Array) -> float:
     """The latest network's score against the current self-play network (AlphaGo Zero gating)."""
-    sims = int(config.gating.num_simulations) or int(config.search.num_simulations)
+    sims = config.gate_simulations
     first = network_player(config, program, challenger, sims, name="challenger")
     second = network_player(config, program, champion, sims, name="champion")
-    _, score = arena.gate(first, second, int(config.gating.games), float(config.gating.threshold), key,
+    _, score = arena.gate(first, second, config.gating.games, config.gating.threshold, key,
                           game=program.game, say=_say())
     return float(score)

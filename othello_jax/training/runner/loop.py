@@ -43,15 +43,17 @@ from ml_collections import ConfigDict
 from othello_jax import checkpoint
 from othello_jax.errors import InputError
 from othello_jax.notices import compiling, say_while
+from othello_jax.records import read_record
 from othello_jax.training.runner import arena_hooks
 from othello_jax.training.runner.clock import Cadence, RunClock
 from othello_jax.training.runner.metrics import MetricsLog, Progress, format_duration, iteration_record
 from othello_jax.training.runner.program import CompiledIteration, TrainProgram, make_train
+from othello_jax.training.settings.run_settings import DistributedSettings, RunSettings
 
 # an evaluation hook: (stage config, program, variables, key) -> {"eval/<opponent>": score in [0, 1], ...}
-Evaluator = Callable[[ConfigDict, TrainProgram, dict, jax.Array], dict]
+Evaluator = Callable[[RunSettings, TrainProgram, dict, jax.Array], dict]
 # a gate: (stage config, program, challenger variables, champion variables, key) -> challenger's score
-Gate = Callable[[ConfigDict, TrainProgram, dict, dict, jax.Array], float]
+Gate = Callable[[RunSettings, TrainProgram, dict, dict, jax.Array], float]
 # called with the iteration of each checkpoint once it is on disk (e.g. to copy the run elsewhere)
 CheckpointHook = Callable[[int], None]
 
@@ -89,7 +91,8 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
     raises :class:`~othello_jax.checkpoint.CheckpointError` (one line; earlier checkpoints intact).
     """
     session_start = time.perf_counter()
-    initialize_distributed(config.distributed)
+    # the distributed record alone first: JAX must not start before jax.distributed.initialize
+    initialize_distributed(read_record(DistributedSettings, config.distributed, "distributed"))
     signals = StopSignals(sigterm=jax.process_count() == 1)  # several processes: JAX's preemption service has SIGTERM
     hooks = Hooks(evaluator or arena_hooks.evaluate_against_baselines, gate or arena_hooks.gate_against_champion,
                   print_fn, on_checkpoint)
@@ -105,15 +108,15 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
     program = make_train(config)
     primary, multi = jax.process_index() == 0, jax.process_count() > 1
     say = hooks.print_fn if primary else (lambda _: None)
-    ckpts = checkpoint.Checkpoints(workdir, keep=int(config.checkpoint.keep))  # probes the workdir first
+    ckpts = checkpoint.Checkpoints(workdir, keep=program.settings.checkpoint.keep)  # probes the workdir first
     state, key, meta = _resume_or_start(config, program, ckpts, workdir, say)
-    start, total = int(state.iteration), int(config.iterations)
+    start, total = int(state.iteration), program.settings.iterations
     clock = RunClock.from_meta(
-        meta, seconds=float(config.max_minutes) * 60.0, iterations=total, schedule_clock=program.clock,
+        meta, seconds=program.settings.max_minutes * 60.0, iterations=total, schedule_clock=program.clock,
         cadences=tuple(Cadence.of(stage) for stage in program.stage_configs), stage_at=program.stage_at,
         now=time.perf_counter, session_start=session_start, agree=_agree if multi else None)
     writer = CheckpointWriter(ckpts, workdir, config, program, clock, meta, start, hooks.on_checkpoint)
-    log = MetricsLog(workdir, tensorboard=bool(config.tensorboard))
+    log = MetricsLog(workdir, tensorboard=program.settings.tensorboard)
     if primary:
         log.truncate_after(start)
     progress, step, record = Progress(total), None, {}
@@ -149,7 +152,7 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
             if clock.cadence.evaluation_due(done, last):
                 scores = _evaluate(stage, program, state, hooks.evaluator, jax.random.fold_in(key, 2), clock)
                 record.update(scores)
-                writer.evaluated(done, scores, _best_score(record, str(stage.eval.best_metric)), state)
+                writer.evaluated(done, scores, _best_score(record, stage.eval.best_metric), state)
             record["elapsed_s"] = clock.trained()  # everything: compile, play, train, evaluate
             if primary:
                 log.write(record, curves=clock.cadence.evaluation_due(done))  # the curves image too
@@ -158,8 +161,9 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
                 writer.save(done, state, key, stage, final=last)
             if out_of_time:
                 if done < total:  # the budget ended the run, not its iteration count
-                    say(f"stopping after {format_duration(clock.trained())}: max_minutes={config.max_minutes} "
-                        "reached (the final evaluation and checkpoint included)")
+                    say(f"stopping after {format_duration(clock.trained())}: "
+                        f"max_minutes={program.settings.max_minutes} reached (the final evaluation and checkpoint "
+                        "included)")
                 break
         log.draw_curves()  # the curves image at the session's last iteration, after its checkpoint
     finally:
@@ -174,14 +178,14 @@ def _resume_or_start(config: ConfigDict, program: TrainProgram, ckpts: checkpoin
     (a fresh workdir gets the run's ``config.json``)."""
     if ckpts.latest_step() is None:
         # a pretrained start is read and checked before the workdir gets anything
-        state, key = program.start(int(config.seed), program.initial_network())
+        state, key = program.start(program.settings.seed, program.initial_network())
         if program.init_network:
             say(f"starting from the network in {program.init_network} (init_network)")
         if jax.process_index() == 0:
             workdir.mkdir(parents=True, exist_ok=True)
             (workdir / "config.json").write_text(config.to_json_best_effort(indent=2))
         return state, key, {}
-    state, key = program.start(int(config.seed))  # placed on the mesh: the restore's targets
+    state, key = program.start(program.settings.seed)  # placed on the mesh: the restore's targets
     _check_clock(ckpts, program.clock, workdir)
     state, key, meta = ckpts.restore(state, key, program.meta())
     resumed = float(meta.get("elapsed_s", 0.0))
@@ -211,7 +215,7 @@ def _compile(program: TrainProgram, index: int, state, key: jax.Array, clock: Ru
         step = _Step(index, program.compile(index, state, key))
     seconds = clock.record_compile(clock.now() - t0)
     say(f"compiled stage {index} (from {program.stage_label(index)}, "
-        f"{int(program.stage_configs[index].search.num_simulations)} simulations) in {seconds:.1f}s")
+        f"{program.stage_configs[index].search.num_simulations} simulations) in {seconds:.1f}s")
     return step, seconds
 
 
@@ -238,13 +242,13 @@ class CheckpointWriter:
         self.last_saved: int | None = start if ckpts.latest_step() == start else None
         self.timed = False  # the first save of a session is waited for and timed
 
-    def save(self, iteration: int, state, key: jax.Array, stage: ConfigDict, final: bool = False) -> None:
+    def save(self, iteration: int, state, key: jax.Array, stage: RunSettings, final: bool = False) -> None:
         """Checkpoint after ``iteration``; the final one (and every one when a hook waits) is on
         disk when this returns, and its duration goes to the clock."""
         t0 = self.clock.now()
         meta = dict(self.expect, iteration=iteration, evaluation=self.evaluations, best_score=self.best,
                     **self.clock.to_meta(), config=self.config)
-        self.ckpts.save(iteration, state, key, meta, save_buffer=bool(stage.checkpoint.save_buffer))
+        self.ckpts.save(iteration, state, key, meta, save_buffer=stage.checkpoint.save_buffer)
         self.last_saved = iteration
         self.clock.mark_saved()
         if final or not self.timed or self.on_checkpoint is not None:
@@ -263,7 +267,7 @@ class CheckpointWriter:
                                  dict(self.expect, iteration=done, score=score, evaluation=scores))
 
     def interrupted(self, reason: str, iteration: int, total: int, state, key: jax.Array,
-                    stage: ConfigDict) -> TrainingInterrupted:
+                    stage: RunSettings) -> TrainingInterrupted:
         """Checkpoint what is done (unless saved already), wait for it, and say where it is."""
         if self.last_saved != iteration:
             self.save(iteration, state, key, stage)
@@ -331,7 +335,7 @@ def _agreed_stop(received: str | None, iteration: int, multi: bool) -> str | Non
     return "a signal to one of the processes" if flags.any() else None
 
 
-def initialize_distributed(settings: ConfigDict) -> None:
+def initialize_distributed(settings: DistributedSettings) -> None:
     """``jax.distributed.initialize`` from ``config.distributed`` or the environment, when asked for.
 
     Starts when ``settings.enabled``, or a coordinator address is set in the config or in
@@ -339,11 +343,11 @@ def initialize_distributed(settings: ConfigDict) -> None:
     ``$JAX_NUM_PROCESSES`` / ``$JAX_PROCESS_ID``, else JAX detects them (TPU slices, SLURM, ...).
     Does nothing when already initialized. CPU processes exchange gradients through gloo.
     """
-    address = str(settings.coordinator_address or os.environ.get("JAX_COORDINATOR_ADDRESS", ""))
+    address = settings.coordinator_address or os.environ.get("JAX_COORDINATOR_ADDRESS", "")
     if not (settings.enabled or address) or jax.distributed.is_initialized():
         return
-    count = int(settings.num_processes) or int(os.environ.get("JAX_NUM_PROCESSES", 0)) or None
-    index = int(settings.process_id)
+    count = settings.num_processes or int(os.environ.get("JAX_NUM_PROCESSES", 0)) or None
+    index = settings.process_id
     if index < 0:
         index = int(os.environ["JAX_PROCESS_ID"]) if os.environ.get("JAX_PROCESS_ID") else None
     try:
@@ -363,7 +367,7 @@ def _best_score(record: dict, metric: str) -> float | None:
     return float(np.mean(list(scores.values()))) if metric == "mean" else scores.get(f"eval/{metric}")
 
 
-def _evaluate(stage: ConfigDict, program: TrainProgram, state, evaluator: Evaluator, key: jax.Array,
+def _evaluate(stage: RunSettings, program: TrainProgram, state, evaluator: Evaluator, key: jax.Array,
               clock: RunClock) -> dict:
     """The evaluator's scores (timed by the clock); it gets host copies (matches run on one device
     of each process)."""
@@ -374,14 +378,14 @@ def _evaluate(stage: ConfigDict, program: TrainProgram, state, evaluator: Evalua
     return scores
 
 
-def _gate(stage: ConfigDict, program: TrainProgram, state, gate: Gate, key: jax.Array, clock: RunClock):
+def _gate(stage: RunSettings, program: TrainProgram, state, gate: Gate, key: jax.Array, clock: RunClock):
     """Promote the latest network to self-play actor if it beats the champion often enough (timed
     by the clock); returns the state and the challenger's score."""
     t0 = clock.now()
     latest = {"params": state.params, "batch_stats": state.batch_stats}
     challenger, champion, key = program.placement.host((latest, state.actor, key))
     score = float(gate(stage, program, challenger, champion, key))
-    if score >= float(stage.gating.threshold):
+    if score >= stage.gating.threshold:
         state = state._replace(actor=jax.tree.map(lambda x: x.copy(), latest))
     clock.record_gate(clock.now() - t0)
     return state, score

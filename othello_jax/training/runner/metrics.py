@@ -16,9 +16,13 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from othello_jax.errors import InputError
 from othello_jax.training.runner.dashboard import Dashboard
+
+if TYPE_CHECKING:  # the records pull in agents and JAX; the plot command reads metrics without them
+    from othello_jax.training.settings.run_settings import RunSettings
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -106,15 +110,15 @@ def read_records(path: str | Path) -> list[dict]:
     return records
 
 
-def iteration_record(metrics: dict, done: int, seconds: float, compile_s: float, stage,
+def iteration_record(metrics: dict, done: int, seconds: float, compile_s: float, stage: RunSettings,
                      network_evaluations: int) -> dict:
     """The metrics record of iteration ``done`` (1-based): the compiled iteration's scalar
     ``metrics``, its duration and throughput, and the search budget of ``stage``."""
     return dict(metrics, iteration=done, iteration_s=seconds, compile_s=compile_s,
                 positions_per_s=metrics["positions"] / seconds,
-                games_per_s=float(stage.selfplay.num_games) / seconds,
+                games_per_s=stage.selfplay.num_games / seconds,
                 evaluations_per_s=network_evaluations / seconds,
-                simulations=int(stage.search.num_simulations))
+                simulations=stage.search.num_simulations)
 
 
 def format_duration(seconds: float) -> str:

@@ -93,6 +93,11 @@ class TrainProgram:
     stage_unit: str = "iterations"
 
     @property
+    def settings(self) -> RunSettings:
+        """The base config's settings (stage 0): what the run's state is built from, its length and budget."""
+        return self.stage_configs[0]
+
+    @property
     def placement(self) -> Placement:
         """Where every input of the compiled iterations lives on the mesh."""
         return Placement(self.mesh)
@@ -180,7 +185,7 @@ class TrainProgram:
         """Network evaluations one iteration of stage ``index`` computes (every game, every ply)."""
         stage = self.stage_configs[index]
         plies = selfplay.num_plies(stage.selfplay, self.game)
-        return plies * int(stage.selfplay.num_games) * (int(stage.search.num_simulations) + 1)
+        return plies * stage.selfplay.num_games * (stage.search.num_simulations + 1)
 
 
 def make_train(config: ConfigDict, mesh: Mesh | None = None) -> TrainProgram:

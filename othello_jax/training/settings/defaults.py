@@ -13,11 +13,100 @@ import dataclasses
 
 from ml_collections import ConfigDict
 
-from othello_jax import search
 from othello_jax.errors import InputError
 from othello_jax.model import NetworkConfig
+from othello_jax.records import Field, section
+from othello_jax.search.search_settings import default_search_config
 from othello_jax.training.settings.selfplay_settings import default_selfplay_config
 
+RUN_FIELDS: tuple[Field, ...] = (
+    ("seed", 0, "the run's random seed (networks, self-play, sampling)"),
+    ("board_size", 8, "4, 6 or 8"),
+    ("iterations", 100, "iterations of self-play, replay and gradient steps; a larger value extends a finished run"),
+    ("max_minutes", 0.0, "stop (evaluating and checkpointing) within this much training time; 0 = no limit"),
+    ("schedule_clock", "iterations", "what the learning-rate and replay-window schedules follow: iterations "
+     "(gradient steps, iterations) or minutes (the share of max_minutes used)"),
+    ("num_devices", 0, "devices to train on; 0 = all devices (of all hosts)"),
+    ("tensorboard", True, "also write the metrics (and the curves at evaluations) as TensorBoard events"),
+    ("init_network", "", "start a fresh run from a trained network: a workdir, WORKDIR/best, a .msgpack or "
+     "builtin:NAME, of the run's architecture and board size"),
+    ("stages", "", "settings changed from an iteration, a time or a share of the schedule on: "
+     "'20: search.num_simulations=32; 50%: selfplay.temperature_plies=4'"),
+)
+DISTRIBUTED_FIELDS: tuple[Field, ...] = (
+    ("enabled", False, "train one run from several processes (hosts) with jax.distributed (docs/multihost.md)"),
+    ("coordinator_address", "", "host:port of process 0; '' = $JAX_COORDINATOR_ADDRESS or detected (TPU, SLURM)"),
+    ("num_processes", 0, "0 = $JAX_NUM_PROCESSES or detected"),
+    ("process_id", -1, "-1 = $JAX_PROCESS_ID or detected"),
+)
+# the network section is NetworkConfig's fields (model.py), unset (0, "", False) = the preset's value
+NETWORK_DESCRIPTIONS: dict[str, str] = {
+    "preset": "tiny (1x16), small (6x64), standard (6x128) or large (10x128) residual blocks x channels",
+    "blocks": "residual blocks; 0 = the preset's",
+    "channels": "channels of the residual tower; 0 = the preset's",
+    "value_hidden": "width of the value head's hidden layer; 0 = 64",
+    "dtype": "activations and matmuls: float32 or bfloat16; '' = float32",
+    "value_head": "scalar (tanh) or wdl (win/draw/loss logits; value = p_win - p_loss); '' = scalar",
+    "score_head": "an auxiliary head predicting the final disc difference (KataGo)",
+    "ownership_head": "an auxiliary head predicting each square's final owner (KataGo)",
+    "global_pool": "KataGo-style global pooling biases in the residual blocks",
+    "value_margin": "supervised, labelled sets: the value target is (1 - m) * result + m * disc difference / squares",
+}
+REPLAY_FIELDS: tuple[Field, ...] = (
+    ("lanes", 0, "independent self-play/replay lanes; 0 = one per device (fix it to compare device counts)"),
+    ("capacity", 200_000, "positions kept, over all lanes"),
+    ("window_start", 2, "sample from the positions of the last `window` iterations ..."),
+    ("window_max", 5, "... growing by one every window_grow_every iterations up to this"),
+    ("window_grow_every", 10, "0 = a fixed window of window_start iterations"),
+    ("augment", True, "a random dihedral symmetry per sampled position"),
+)
+TRAIN_FIELDS: tuple[Field, ...] = (
+    ("batch_size", 512, "positions per gradient step, over all devices"),
+    ("steps_per_iteration", 100, "gradient steps per iteration"),
+    ("unroll", "auto", "unroll the gradient steps: auto (on CPU, where XLA loops are ~20x slower), yes or no"),
+)
+LOSS_FIELDS: tuple[Field, ...] = (
+    ("value_weight", 1.0, "weight of the value loss (the policy's is 1)"),
+    ("l2", 1e-4, "L2 penalty on the weights, added to the loss"),
+    ("entropy_bonus", 0.0, "weight of the policy's entropy, subtracted from the loss"),
+    ("score_weight", 0.5, "weight of the score head's loss (with network.score_head)"),
+    ("ownership_weight", 0.5, "weight of the ownership head's loss (with network.ownership_head)"),
+)
+OPTIMIZER_FIELDS: tuple[Field, ...] = (
+    ("name", "sgd", "sgd or adamw"),
+    ("learning_rate", 0.1, "the peak learning rate"),
+    ("momentum", 0.9, "sgd's momentum"),
+    ("nesterov", False, "sgd: Nesterov momentum"),
+    ("weight_decay", 1e-4, "adamw's decoupled weight decay"),
+    ("grad_clip", 0.0, "clip the gradient's global norm to this; 0 = no clipping"),
+    ("schedule", "steps", "the learning rate's schedule: constant, steps or cosine"),
+    ("boundaries", (5_000, 10_000), "steps: the gradient steps at which the rate is scaled ..."),
+    ("scales", (0.1, 0.1), "... by these factors"),
+    ("warmup_steps", 0, "linear warmup from 0, in gradient steps"),
+    ("total_steps", 10_000, "cosine: the schedule's length in gradient steps; 0 = iterations x steps_per_iteration"),
+    ("end_scale", 0.01, "cosine: the final rate as a share of learning_rate"),
+)
+GATING_FIELDS: tuple[Field, ...] = (
+    ("enabled", False, "AlphaGo Zero's gating: self-play keeps its network until the latest one wins a match"),
+    ("every", 5, "iterations between gating matches"),
+    ("games", 128, "games per gating match (even: both colours)"),
+    ("threshold", 0.55, "score the latest network needs against self-play's"),
+    ("num_simulations", 0, "simulations per move in gating matches; 0 = as in self-play"),
+)
+EVAL_FIELDS: tuple[Field, ...] = (
+    ("every", 0, "iterations between in-run evaluations (the last iteration is evaluated too); 0 = never"),
+    ("games", 64, "games against each opponent (even: both colours)"),
+    ("opponents", "random greedy alphabeta:depth=3", "agent specs (othello_jax.agents.parse_agent), space-separated"),
+    ("num_simulations", 0, "simulations per move in evaluations; 0 = as in self-play"),
+    ("best_metric", "mean", "the score that picks WORKDIR/best: mean, or an opponent's name"),
+    ("testset", False, "6x6: also score the network on the perfect-play test set (testset/* metrics)"),
+)
+CHECKPOINT_FIELDS: tuple[Field, ...] = (
+    ("every", 5, "iterations between checkpoints ..."),
+    ("every_minutes", 10.0, "... and also when this many minutes have passed since the last one; 0 = off"),
+    ("keep", 3, "checkpoints kept"),
+    ("save_buffer", True, "save the replay buffer too (a resumed run continues from the same positions)"),
+)
 # network fields self-play training does not offer: its value targets are results, not margins
 SELFPLAY_WITHOUT = ("value_margin",)
 
@@ -25,7 +114,7 @@ SELFPLAY_WITHOUT = ("value_margin",)
 def network_section(preset: str = "", without: tuple[str, ...] = (), **values) -> ConfigDict:
     """A ``network`` section (the training and supervised configs share it): ``preset``, then every
     :class:`~othello_jax.model.NetworkConfig` field, unset (0, "" or False: the preset's or the class's
-    value, see ``settings.network_config``) unless given in ``values``; ``without`` names fields the
+    value, see ``run_settings.network_config``) unless given in ``values``; ``without`` names fields the
     program cannot use, left out so that overriding them is an unknown-key error."""
     unset = {int: 0, float: 0.0, str: "", bool: False}
     fields = {f.name: unset[type(f.default)] for f in dataclasses.fields(NetworkConfig) if f.name not in without}
@@ -36,61 +125,18 @@ def network_section(preset: str = "", without: tuple[str, ...] = (), **values) -
 
 
 def default_config() -> ConfigDict:
-    """Every setting a training run reads, with middle-of-the-road defaults for 8x8."""
-    c = ConfigDict()
-    c.seed = 0
-    c.board_size = 8
-    c.iterations = 100
-    c.max_minutes = 0.0  # stop (and checkpoint) after this much training time; 0 = no limit
-    # what the learning-rate and replay-window schedules follow: "iterations" (gradient steps,
-    # iterations) or "minutes" (the share of max_minutes used; see the module docstring)
-    c.schedule_clock = "iterations"
-    c.num_devices = 0  # 0 = all devices (of all hosts)
-    c.tensorboard = True  # also write the metrics (and the curves at evaluations) as TensorBoard events in the workdir
-    # start from a trained network instead of random weights: a training or supervised workdir (its
-    # latest checkpoint), WORKDIR/best, a portable .msgpack file or builtin:NAME. A fresh run only (a
-    # resumed run continues from its checkpoint); its architecture and board size must be the run's
-    c.init_network = ""
-    # several processes (hosts) training one run: jax.distributed.initialize() with these settings;
-    # "" / 0 / -1 = from $JAX_COORDINATOR_ADDRESS, $JAX_NUM_PROCESSES, $JAX_PROCESS_ID, or detected
-    # (TPU slices, SLURM, ...). Started when `enabled` or a coordinator address is given (docs/multihost.md)
-    c.distributed = ConfigDict(dict(enabled=False, coordinator_address="", num_processes=0, process_id=-1))
-
-    # preset, then any field > 0 (or non-empty) overrides it
-    # value_head "scalar" | "wdl"; score/ownership heads (auxiliary targets); global pooling (experiments/ab_arms.md);
-    # move_planes: both sides' legal moves as input planes (derived inside the network);
-    # policy_channels/value_channels: the heads' 1x1 convolution widths (0 = AlphaZero's 2 and 1)
-    c.network = network_section("small", without=SELFPLAY_WITHOUT, value_head="scalar")
-    c.search = search.default_search_config()
-    c.selfplay = default_selfplay_config()
-
-    c.replay = ConfigDict(dict(
-        lanes=0,  # independent replay/self-play lanes; 0 = one per device; fix it to compare device counts
-        capacity=200_000,  # positions over all lanes
-        window_start=2,  # sample from the positions of the last `window` iterations ...
-        window_max=5,  # ... growing by one every `window_grow_every` iterations up to this
-        window_grow_every=10,  # 0 = fixed window_start
-        augment=True,  # random dihedral symmetry per sampled position
-        average_duplicates=False,  # average targets of identical positions within a batch
-    ))
-    # unroll: "auto" unrolls the gradient steps on CPU, where XLA loops make them ~20x slower
-    c.train = ConfigDict(dict(batch_size=512, steps_per_iteration=100, unroll="auto"))
-    # score/ownership weights count only when the network has that head
-    c.loss = ConfigDict(dict(value_weight=1.0, l2=1e-4, entropy_bonus=0.0, score_weight=0.5, ownership_weight=0.5))
-    c.optimizer = ConfigDict(dict(
-        name="sgd", learning_rate=0.1, momentum=0.9, nesterov=False, weight_decay=1e-4, grad_clip=0.0,
-        schedule="steps", boundaries=(5_000, 10_000), scales=(0.1, 0.1),  # in gradient steps
-        warmup_steps=0, total_steps=10_000, end_scale=0.01,
-    ))
-    c.stages = ""
-
-    # AlphaGo Zero style gating: the latest net must score >= threshold against the self-play champion
-    c.gating = ConfigDict(dict(enabled=False, every=5, games=128, threshold=0.55, num_simulations=0))
-    # arena evaluation every `every` iterations (0 = never); num_simulations 0 = as in self-play
-    # opponents: agent specs (see othello_jax.agents.parse_agent) separated by spaces
-    # testset (6x6 only): also score the network on the perfect-play test set (testset/* metrics)
-    c.eval = ConfigDict(dict(every=0, games=64, opponents="random greedy alphabeta:depth=3",
-                             num_simulations=0, best_metric="mean", testset=False))
-    # every `every` iterations, and also when `every_minutes` have passed since the last one (0 = off)
-    c.checkpoint = ConfigDict(dict(every=5, every_minutes=10.0, keep=3, save_buffer=True))
-    return c
+    """Every setting a training run reads, with middle-of-the-road defaults for 8x8 (descriptions in the tables)."""
+    return section(
+        RUN_FIELDS,
+        distributed=section(DISTRIBUTED_FIELDS),
+        network=network_section("small", without=SELFPLAY_WITHOUT, value_head="scalar"),
+        search=default_search_config(),
+        selfplay=default_selfplay_config(),
+        replay=section(REPLAY_FIELDS),
+        train=section(TRAIN_FIELDS),
+        loss=section(LOSS_FIELDS),
+        optimizer=section(OPTIMIZER_FIELDS),
+        gating=section(GATING_FIELDS),
+        eval=section(EVAL_FIELDS),
+        checkpoint=section(CHECKPOINT_FIELDS),
+    )

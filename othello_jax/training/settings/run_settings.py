@@ -10,7 +10,7 @@ one-line error, not a second default. The records keep the config's names
 (``settings.eval.every``, ``settings.train.batch_size``, ...), so code below ``make_train``
 reads them as it read the config. The search and self-play records come from their own modules
 (:class:`~othello_jax.search.SearchSettings`, :class:`.selfplay_settings.SelfPlaySettings`),
-built in one place each: :func:`_search` and :func:`_selfplay`.
+built in one place each: the last lines of :func:`resolve`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from othello_jax import agents
 from othello_jax.errors import InputError, need
 from othello_jax.game import SIZES, Othello
 from othello_jax.model import NetworkConfig
+from othello_jax.records import read_record
 from othello_jax.search import SearchSettings
-from othello_jax.search.search_settings import read_record
 from othello_jax.training.settings.retired import check_retired
 from othello_jax.training.settings.selfplay_settings import SelfPlaySettings
 from othello_jax.training.settings.stages import CLOCKS, Stage, parse_stages, stage_config, stage_label, stage_unit
@@ -57,7 +57,6 @@ class ReplaySettings:
     window_max: int
     window_grow_every: int
     augment: bool
-    average_duplicates: bool
 
     @property
     def max_window(self) -> int:
@@ -147,6 +146,7 @@ class RunSettings:
     max_minutes: float
     schedule_clock: str
     num_devices: int
+    tensorboard: bool
     init_network: str
     distributed: DistributedSettings
     network: NetworkConfig
@@ -160,6 +160,16 @@ class RunSettings:
     search: SearchSettings
     selfplay: SelfPlaySettings
 
+    @property
+    def eval_simulations(self) -> int:
+        """Simulations per move in in-run evaluations (``eval.num_simulations``, 0 = self-play's)."""
+        return self.eval.num_simulations or self.search.num_simulations
+
+    @property
+    def gate_simulations(self) -> int:
+        """Simulations per move in gating matches (``gating.num_simulations``, 0 = self-play's)."""
+        return self.gating.num_simulations or self.search.num_simulations
+
 
 # ---------------------------------------------------------------------------------------------
 # resolving
@@ -171,16 +181,6 @@ def network_config(config: ConfigDict) -> NetworkConfig:
     overrides = {f.name: net[f.name] for f in dataclasses.fields(NetworkConfig)
                  if f.name in net and net[f.name] not in (0, None, "")}
     return dataclasses.replace(base, **overrides)
-
-
-def _search(config: ConfigDict) -> SearchSettings:
-    """The search record (the one place search settings are built and checked)."""
-    return SearchSettings.from_config(config.search)
-
-
-def _selfplay(config: ConfigDict, network: NetworkConfig) -> SelfPlaySettings:
-    """The self-play record; positions record final boards when the network has score/ownership heads."""
-    return SelfPlaySettings.from_config(config.selfplay, final_board=network.final_board_targets)
 
 
 def optimizer_settings(section: ConfigDict, total_steps: int | None = None) -> OptimizerSettings:
@@ -231,7 +231,6 @@ def resolve(config: ConfigDict) -> RunSettings:
     for name in ("score_weight", "ownership_weight"):
         need(getattr(loss, name) >= 0, f"loss.{name} must be >= 0, got {config.loss[name]}")
     network = network_config(config)  # unknown preset or value head -> InputError
-    search_section, selfplay_section = _search(config), _selfplay(config, network)
     if evaluation.every:
         game = Othello(board_size)
         for spec in evaluation.opponents.split():
@@ -244,10 +243,13 @@ def resolve(config: ConfigDict) -> RunSettings:
     return RunSettings(
         seed=int(config.seed), board_size=board_size, iterations=iterations, max_minutes=float(config.max_minutes),
         schedule_clock=clock, num_devices=int(config.num_devices),
+        tensorboard=bool(config.get("tensorboard", True)),  # runs written before it read True
         init_network=str(config.get("init_network", "")).strip(),  # runs written before it read ""
         distributed=distributed, network=network,
         replay=replay, train=train, loss=loss, optimizer=optimizer, eval=evaluation, gating=gating,
-        checkpoint=checkpoint, search=search_section, selfplay=selfplay_section)
+        checkpoint=checkpoint,
+        search=SearchSettings.from_config(config.search),  # the search and self-play records, checked there
+        selfplay=SelfPlaySettings.from_config(config.selfplay, final_board=network.final_board_targets))
 
 
 def resolve_stages(config: ConfigDict) -> tuple[tuple[Stage, ...], tuple[RunSettings, ...]]:

@@ -54,7 +54,7 @@ Stage = tuple[float, tuple[tuple[str, str], ...]]
 CHANGEABLE_IN_STAGES = (
     "search.", "selfplay.", "loss.", "train.", "optimizer.", "eval.", "gating.",
     "replay.window_start", "replay.window_max", "replay.window_grow_every", "replay.augment",
-    "replay.average_duplicates", "checkpoint.every", "checkpoint.every_minutes", "checkpoint.save_buffer",
+    "checkpoint.every", "checkpoint.every_minutes", "checkpoint.save_buffer",
 )
 
 

@@ -36,9 +36,9 @@ from ml_collections import ConfigDict
 
 from othello_jax import checkpoint
 from othello_jax.data import expert, move_prediction
+from othello_jax.errors import need
 from othello_jax.game import Othello
-from othello_jax.model import AlphaZeroNet, NetworkConfig, init_variables, make_network
-from othello_jax.search.search_settings import read_record
+from othello_jax.model import AlphaZeroNet, init_variables, make_network
 from othello_jax.training.compiled import replay
 from othello_jax.training.compiled.iteration import make_mesh
 from othello_jax.training.compiled.optimizers import (
@@ -51,96 +51,10 @@ from othello_jax.training.compiled.placement import Placement
 from othello_jax.training.compiled.samples import Samples
 from othello_jax.training.compiled.sgd import make_sgd_step
 from othello_jax.training.runner.metrics import MetricsLog
-from othello_jax.training.settings.run_settings import (
-    LossSettings,
-    OptimizerSettings,
-    need,
-    network_config,
-    optimizer_settings,
-)
-from othello_jax.training.settings.stages import CLOCKS
+from othello_jax.training.settings.supervised_settings import SupervisedSettings, resolve
 from othello_jax.training.supervised import label_targets
 
 WTHOR_GAME = Othello(8)  # the expert games' board
-
-
-# ---------------------------------------------------------------------------------------------
-# settings: the supervised schema (experiments/configs/supervised.py), resolved once
-# ---------------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class DataSettings:
-    """``config.data``: where the expert games are and which years are held out, or the labelled
-    sets to learn from instead (``labels``: comma-separated ``.npz`` files; empty = WThor)."""
-
-    labels: str
-    wthor_dir: str
-    cache_dir: str
-    test_from_year: int
-    train_positions: int  # > 0: a fixed random subset of the labelled training positions
-    policy_temperature: float  # labels: 0 = policy uniform over the optimal moves; > 0 (discs) softer
-
-
-@dataclasses.dataclass(frozen=True)
-class SupervisedSettings:
-    """A supervised run's config resolved (field names are the config's; its defaults live in
-    ``experiments/configs/supervised.py``, a schema of its own)."""
-
-    seed: int
-    data: DataSettings
-    network: NetworkConfig
-    batch_size: int
-    total_steps: int
-    steps_per_call: int
-    unroll: bool
-    augment: bool
-    loss: LossSettings
-    optimizer: OptimizerSettings
-    log_every: int
-    eval_every: int
-    eval_positions: int
-    max_minutes: float
-    schedule_clock: str
-    checkpoint_keep: int
-    num_devices: int  # devices the batch is split over; 0 = the most (<= all) that divide the batch
-    tensorboard: bool  # the metrics (and the curves at evaluations) as TensorBoard events too
-
-
-def resolve(config: ConfigDict) -> SupervisedSettings:
-    """``config`` as :class:`SupervisedSettings`; a one-line ``InputError`` names the first
-    impossible setting (the data directory is checked by :func:`check_config`)."""
-    # train_positions and policy_temperature came after runs were written: an older config reads them as 0
-    data = read_record(DataSettings, config.data, "data",
-                       **{key: zero for key, zero in (("train_positions", 0), ("policy_temperature", 0.0))
-                          if key not in config.data})
-    # num_devices and tensorboard came after runs were written: an older config reads them as 0
-    # (every device) and True (the default)
-    settings = read_record(SupervisedSettings, config, "config", data=data, network=network_config(config),
-                            loss=read_record(LossSettings, config.loss, "loss"),
-                            optimizer=optimizer_settings(config.optimizer),
-                            **{key: value for key, value in (("num_devices", 0), ("tensorboard", True))
-                               if key not in config})
-    need(settings.batch_size >= 1, f"batch_size must be >= 1, got {settings.batch_size}")
-    need(settings.total_steps >= 1, f"total_steps must be >= 1, got {settings.total_steps}")
-    need(settings.steps_per_call >= 1, f"steps_per_call must be >= 1, got {settings.steps_per_call}")
-    need(settings.eval_every >= 0, "eval_every must be >= 0")
-    need(settings.num_devices >= 0, f"num_devices must be >= 0 (0 = all), got {settings.num_devices}")
-    need(settings.num_devices == 0 or settings.batch_size % settings.num_devices == 0,
-         f"batch_size {settings.batch_size} must be a multiple of num_devices {settings.num_devices}")
-    need(settings.max_minutes >= 0, "max_minutes must be >= 0")
-    need(settings.schedule_clock in CLOCKS,
-         f"schedule_clock must be one of {', '.join(CLOCKS)}, got {settings.schedule_clock!r}")
-    need(settings.schedule_clock != "minutes" or settings.max_minutes > 0,
-         "schedule_clock='minutes' needs max_minutes > 0 (the schedule runs over that budget)")
-    need(data.train_positions >= 0, f"data.train_positions must be >= 0 (0 = all), got {data.train_positions}")
-    need(data.train_positions == 0 or data.labels.strip(),
-         "data.train_positions needs data.labels (a subset of labelled positions; WThor trains on every game)")
-    need(data.policy_temperature >= 0, f"data.policy_temperature must be >= 0 (discs), got {data.policy_temperature}")
-    need(data.policy_temperature == 0 or data.labels.strip(),
-         "data.policy_temperature needs data.labels (exact move values; WThor has one expert move)")
-    need(1977 < data.test_from_year <= 2100, f"data.test_from_year {data.test_from_year} is not a year after 1977")
-    need(settings.network.value_margin == 0 or data.labels.strip(),
-         "network.value_margin needs data.labels (exact disc values; WThor trains on results)")
-    return settings
 
 
 def expert_samples(rows: expert.ExpertPositions, index: jax.Array, game: Othello = WTHOR_GAME) -> Samples:
