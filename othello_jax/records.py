@@ -36,6 +36,26 @@ def descriptions(fields: tuple[Field, ...]) -> dict[str, str]:
     return {name: text for name, _, text in fields}
 
 
+def dotted_keys(config: Mapping[str, Any] | ml_collections.ConfigDict, prefix: str = "") -> list[str]:
+    """Every setting of ``config`` as a dotted key (``search.num_simulations``), sections walked."""
+    keys = []
+    for name, value in config.items():
+        if isinstance(value, (Mapping, ml_collections.ConfigDict)):
+            keys += dotted_keys(value, f"{prefix}{name}.")
+        else:
+            keys.append(f"{prefix}{name}")
+    return keys
+
+
+def check_known(config: Mapping[str, Any] | ml_collections.ConfigDict,
+                defaults: ml_collections.ConfigDict, also: Callable[[str], bool] = lambda key: False) -> None:
+    """A one-line ``InputError`` for a setting ``defaults`` lacks (a misspelt key in a config file
+    would otherwise be ignored); ``also`` accepts others (retired keys, checked on their own)."""
+    known = set(dotted_keys(defaults))
+    unknown = [key for key in dotted_keys(config) if key not in known and not also(key)]
+    need(not unknown, f"unknown setting {unknown[0] if unknown else ''} (every setting is in docs/settings.md)")
+
+
 # the annotated field types a config value is converted to (configs hold ints where floats are meant)
 _CASTS: dict[str, Callable[[Any], Any]] = {
     "str": str, "int": int, "bool": bool, "float": float,

@@ -248,3 +248,17 @@ def test_every_value_target_name_has_its_formula():
         assert value_targets(kind, search_value, outcome, mask, 0.9).shape == (3, 2), kind
     with pytest.raises(KeyError):
         value_targets("margin", search_value, outcome, mask, 0.9)
+
+
+def test_a_misspelt_setting_in_a_config_file_is_a_one_line_error_in_both_trainers():
+    from experiments.configs.supervised import get_config
+    from othello_jax.training.settings.supervised_settings import resolve as resolve_supervised
+
+    config = default_config()
+    config.selfplay.tempreature = 2.0  # a config file can add keys: ConfigDicts are unlocked
+    with pytest.raises(InputError, match=r"^unknown setting selfplay\.tempreature \(every setting is in docs/"):
+        check_config(config)
+    supervised_config = get_config("test")
+    supervised_config.optimizer.learnin_rate = 0.1
+    with pytest.raises(InputError, match=r"^unknown setting optimizer\.learnin_rate"):
+        resolve_supervised(supervised_config)

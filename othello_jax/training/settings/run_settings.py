@@ -23,9 +23,10 @@ from othello_jax import agents
 from othello_jax.errors import InputError, need
 from othello_jax.game import SIZES, Othello
 from othello_jax.model import NetworkConfig
-from othello_jax.records import read_record
+from othello_jax.records import check_known, read_record
 from othello_jax.search import SearchSettings
-from othello_jax.training.settings.retired import check_retired
+from othello_jax.training.settings.defaults import default_config
+from othello_jax.training.settings.retired import check_retired, retired_key
 from othello_jax.training.settings.selfplay_settings import SelfPlaySettings
 from othello_jax.training.settings.stages import CLOCKS, Stage, parse_stages, stage_config, stage_label, stage_unit
 
@@ -259,6 +260,7 @@ def resolve_stages(config: ConfigDict) -> tuple[tuple[Stage, ...], tuple[RunSett
     where the stage starts. A retired setting is a one-line error first (:mod:`.retired`).
     """
     check_retired(config)
+    check_known(config, default_config(), also=retired_key)
     stages = parse_stages(config.stages, config)
     unit = stage_unit(config.stages)
     resolved = []

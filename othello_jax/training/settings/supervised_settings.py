@@ -14,9 +14,9 @@ from ml_collections import ConfigDict
 
 from othello_jax.errors import need
 from othello_jax.model import NetworkConfig
-from othello_jax.records import Field, read_record, section
+from othello_jax.records import Field, check_known, read_record, section
 from othello_jax.training.settings.defaults import LOSS_FIELDS, OPTIMIZER_FIELDS, network_section
-from othello_jax.training.settings.retired import check_retired
+from othello_jax.training.settings.retired import check_retired, retired_key
 from othello_jax.training.settings.run_settings import (
     LossSettings,
     OptimizerSettings,
@@ -112,6 +112,7 @@ def resolve(config: ConfigDict) -> SupervisedSettings:
     """``config`` as :class:`SupervisedSettings`; a one-line ``InputError`` names the first
     impossible (or retired) setting (the data directory is checked by the trainer's ``check_config``)."""
     check_retired(config)
+    check_known(config, default_supervised_config(), also=retired_key)
     data = read_record(DataSettings, config.data, "data", added=ADDED)
     settings = read_record(SupervisedSettings, config, "config", added=ADDED, data=data,
                            network=network_config(config), loss=read_record(LossSettings, config.loss, "loss"),
