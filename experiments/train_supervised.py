@@ -10,7 +10,8 @@ splits each batch over them; ``JAX_NUM_CPU_DEVICES`` overrides that (``=1``: one
 
 Progress goes to the console and ``WORKDIR/metrics.jsonl``; networks to ``WORKDIR/checkpoints``
 (latest) and ``WORKDIR/best`` (best held-out top-1), loadable by ``othello-jax accuracy`` and by
-agents like any training checkpoint.
+agents like any training checkpoint. Ctrl-C or SIGTERM saves a checkpoint and exits with status
+75; the same command resumes the run (as ``othello-jax train`` does).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from othello_jax.commands.configs import resolve_config, resolve_config_args
 from othello_jax.commands.train import devices_set_by_environment, use_host_devices
 from othello_jax.data.wthor import WthorError
 from othello_jax.errors import InputError
+from othello_jax.training.runner.loop import TrainingInterrupted
 from othello_jax.training.supervised import trainer as supervised
 
 _CONFIG = config_flags.DEFINE_config_file("config", resolve_config("supervised"),
@@ -42,6 +44,9 @@ def main(argv: list[str]) -> int:
         use_host_devices(len(os.sched_getaffinity(0)))  # one CPU device per core (no effect elsewhere)
     try:
         supervised.run(_CONFIG.value, _WORKDIR.value, log=lambda line: print(line, flush=True))
+    except TrainingInterrupted as stop:
+        print(f"train_supervised: {stop}", file=sys.stderr)
+        return 75  # EX_TEMPFAIL, as othello-jax train: stopped and checkpointed; run again to resume
     except (ValueError, WthorError, CheckpointError) as error:
         print(f"train_supervised: {error}", file=sys.stderr)
         return 2

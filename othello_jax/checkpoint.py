@@ -214,11 +214,15 @@ class Checkpoints:
     def save(self, step: int, train_state: Any, key: jax.Array, meta: dict, save_buffer: bool = True) -> None:
         """Save a training state (a ``train.TrainState``) with its rng key and JSON ``meta``."""
         variables, rest = _split(train_state, key, save_buffer)
-        meta = dict(meta, format_version=format_version(meta.get("network")), buffer_saved=bool(save_buffer),
-                    step=int(step))
+        self.save_parts(step, variables, rest, dict(meta, buffer_saved=bool(save_buffer)))
+
+    def save_parts(self, step: int, variables: dict, train: Any, meta: dict) -> None:
+        """Save the network ``variables``, the rest of a training state (``train``: any pytree of
+        arrays, e.g. optimizer state and rng key) and JSON ``meta`` as step ``step``."""
+        meta = dict(meta, format_version=format_version(meta.get("network")), step=int(step))
         with self._saving(LATEST_DIR):
             self.latest.save(int(step), args=ocp.args.Composite(
-                variables=ocp.args.StandardSave(variables), train=ocp.args.StandardSave(rest),
+                variables=ocp.args.StandardSave(variables), train=ocp.args.StandardSave(train),
                 meta=ocp.args.JsonSave(meta)))
 
     def save_best(self, step: int, variables: dict, meta: dict) -> None:
@@ -278,19 +282,25 @@ class Checkpoints:
         if step not in self.steps():
             raise CheckpointError(f"no checkpoint for step {step} in {self.workdir / LATEST_DIR}; "
                                   f"available: {self.steps()}")
-        path = self.workdir / LATEST_DIR / str(step)
         meta = self.read_meta(step)
-        check_compatible(meta, expect, path)
+        check_compatible(meta, expect, self.workdir / LATEST_DIR / str(step))
         variables, rest = _split(template, key_template, bool(meta.get("buffer_saved", True)))
+        variables, rest = self.restore_parts(step, variables, rest)
+        train_state, key = _join(template, variables, rest)
+        return train_state, key, meta
+
+    def restore_parts(self, step: int, variables: Any, train: Any) -> tuple[Any, Any]:
+        """``(variables, train)`` of step ``step``, restored into the shapes, dtypes and shardings of
+        the templates given (what :meth:`save_parts` saved); one-line :class:`CheckpointError` if unreadable."""
+        path = self.workdir / LATEST_DIR / str(step)
         try:
             restored = self.latest.restore(step, args=ocp.args.Composite(
                 variables=ocp.args.StandardRestore(_abstract(variables)),
-                train=ocp.args.StandardRestore(_abstract(rest))))
+                train=ocp.args.StandardRestore(_abstract(train))))
         except Exception as error:
             raise CheckpointError(f"checkpoint {path} is unreadable or incompatible "
                                   f"({_damage(error, self.workdir)}); {self._others(step)}") from None
-        train_state, key = _join(template, restored.variables, restored.train)
-        return train_state, key, meta
+        return restored.variables, restored.train
 
     def _others(self, step: int) -> str:
         others = [s for s in self.steps() if s != step]

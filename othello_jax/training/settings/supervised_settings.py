@@ -39,6 +39,8 @@ SUPERVISED_FIELDS: tuple[Field, ...] = (
     ("schedule_clock", "iterations", "what the learning rate follows: iterations (optimizer.total_steps) or "
      "minutes (the max_minutes budget left after the first compiled call)"),
     ("checkpoint_keep", 2, "checkpoints kept"),
+    ("checkpoint_minutes", 10.0, "also save (network, optimizer state, progress) this often between evaluations; "
+     "0 = at evaluations only"),
     ("tensorboard", True, "also write the metrics (and the curves at evaluations) as TensorBoard events"),
     ("num_devices", 0, "devices each batch is split over (data parallel); 0 = the most that divide batch_size"),
 )
@@ -59,7 +61,7 @@ SUPERVISED_OPTIMIZER = dict(name="adamw", learning_rate=2e-3, weight_decay=1e-4,
                             nesterov=False, schedule="cosine", boundaries=(), scales=(), warmup_steps=500,
                             total_steps=20_000, end_scale=0.02)
 # settings that came after supervised runs were written: an older config reads them at these values
-ADDED = dict(train_positions=0, policy_temperature=0.0, num_devices=0, tensorboard=True)
+ADDED = dict(train_positions=0, policy_temperature=0.0, num_devices=0, tensorboard=True, checkpoint_minutes=0.0)
 
 
 def default_supervised_config() -> ConfigDict:
@@ -104,6 +106,7 @@ class SupervisedSettings:
     max_minutes: float
     schedule_clock: str
     checkpoint_keep: int
+    checkpoint_minutes: float
     num_devices: int
     tensorboard: bool
 
@@ -125,6 +128,7 @@ def resolve(config: ConfigDict) -> SupervisedSettings:
     need(settings.num_devices == 0 or settings.batch_size % settings.num_devices == 0,
          f"batch_size {settings.batch_size} must be a multiple of num_devices {settings.num_devices}")
     need(settings.max_minutes >= 0, "max_minutes must be >= 0")
+    need(settings.checkpoint_minutes >= 0, "checkpoint_minutes must be >= 0 (0 = at evaluations only)")
     need(settings.schedule_clock in CLOCKS,
          f"schedule_clock must be one of {', '.join(CLOCKS)}, got {settings.schedule_clock!r}")
     need(settings.schedule_clock != "minutes" or settings.max_minutes > 0,

@@ -30,7 +30,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import optax
-import orbax.checkpoint as ocp
 from jax.sharding import Mesh
 from ml_collections import ConfigDict
 
@@ -50,6 +49,7 @@ from othello_jax.training.compiled.optimizers import (
 from othello_jax.training.compiled.placement import Placement
 from othello_jax.training.compiled.samples import Samples
 from othello_jax.training.compiled.sgd import make_sgd_step
+from othello_jax.training.runner.loop import StopSignals, TrainingInterrupted
 from othello_jax.training.runner.metrics import MetricsLog
 from othello_jax.training.settings.supervised_settings import SupervisedSettings, resolve
 from othello_jax.training.supervised import label_targets
@@ -223,13 +223,49 @@ def labels_source(settings: SupervisedSettings, log: Callable[[str], None]) -> S
     return Source(data.game, rows, label_targets.label_samples, evaluate, data.info)
 
 
-def save_network(ckpts: checkpoint.Checkpoints, step: int, variables: dict, meta: dict) -> None:
-    """Save the network as ``WORKDIR/checkpoints/<step>`` (variables + meta, no training state),
-    readable by :func:`othello_jax.checkpoint.load_agent_variables` like a self-play checkpoint."""
-    meta = dict(meta, format_version=checkpoint.format_version(meta["network"]), step=int(step),
-                buffer_saved=False)
-    ckpts.latest.save(int(step), args=ocp.args.Composite(
-        variables=ocp.args.StandardSave(variables), meta=ocp.args.JsonSave(meta)), force=True)
+class Progress(NamedTuple):
+    """Where a run stands between calls: what a checkpoint's meta keeps so a stopped run resumes."""
+
+    step: int  # gradient steps done
+    trained_s: float  # wall seconds trained over every session, compilation included
+    offset_s: float  # the minutes clock starts after the first session's first (compiling) call
+    best: float  # the best held-out score so far (-inf before the first evaluation)
+
+
+def save_state(ckpts: checkpoint.Checkpoints, progress: Progress, variables: dict, opt_state: Any,
+               key: jax.Array, meta: dict) -> None:
+    """Save the network with its optimizer state and rng key as ``WORKDIR/checkpoints/<step>``:
+    readable by :func:`othello_jax.checkpoint.load_agent_variables` like a self-play checkpoint,
+    and enough to resume the run where it stopped."""
+    meta = dict(meta, buffer_saved=False, resumable=True, trained_s=progress.trained_s,
+                schedule_offset_s=progress.offset_s, best_score=None if progress.best == -math.inf else progress.best)
+    ckpts.save_parts(progress.step, variables, {"opt_state": opt_state, "rng": key}, meta)
+
+
+def resume_state(ckpts: checkpoint.Checkpoints, meta: dict, variables: dict, opt_state: Any,
+                 key: jax.Array) -> tuple[Progress, dict, Any, jax.Array] | None:
+    """The latest checkpoint's ``(progress, variables, opt_state, key)``, restored into the shapes and
+    placement of the fresh ones given; None in a fresh workdir. One-line ``CheckpointError`` for a
+    checkpoint of another network, data or batch, or one saved before runs could resume."""
+    step = ckpts.latest_step()
+    if step is None:
+        return None
+    path = ckpts.workdir / checkpoint.LATEST_DIR / str(step)
+    saved = ckpts.read_meta(step)
+    checkpoint.check_compatible(saved, {k: meta[k] for k in ("board_size", "network")}, path)
+    for name in ("kind", "data", "batch_size", "steps_per_call"):
+        if saved.get(name) != meta[name]:
+            raise checkpoint.CheckpointError(
+                f"checkpoint {path} is incompatible: {name} is {saved.get(name)} there but {meta[name]} in this "
+                "config; use a new --workdir or matching settings")
+    if not saved.get("resumable"):
+        raise checkpoint.CheckpointError(f"checkpoint {path} was saved before supervised runs could resume "
+                                         "(no optimizer state); use a new --workdir")
+    variables, train = ckpts.restore_parts(step, variables, {"opt_state": opt_state, "rng": key})
+    best = saved.get("best_score")
+    progress = Progress(step, float(saved["trained_s"]), float(saved["schedule_offset_s"]),
+                        -math.inf if best is None else float(best))
+    return progress, variables, train["opt_state"], train["rng"]
 
 
 def _console(record: dict) -> str:
@@ -244,12 +280,19 @@ def _console(record: dict) -> str:
 
 
 def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], None] = print) -> dict:
-    """Train from the configured data; return the last held-out evaluation (WThor: ``{'top1',
-    'top3', 'by_stage', ...}``; labels: :meth:`~othello_jax.training.supervised.label_targets.LabelScore.as_dict`)."""
+    """Train from the configured data, resuming the workdir's run if it has one; return the last
+    held-out evaluation (WThor: ``{'top1', 'top3', 'by_stage', ...}``; labels:
+    :meth:`~othello_jax.training.supervised.label_targets.LabelScore.as_dict`).
+
+    A checkpoint (network, optimizer state, rng key and the run's progress) is written at every
+    evaluation, every ``checkpoint_minutes`` and when SIGINT/SIGTERM stops the run, which then
+    raises :class:`~othello_jax.training.runner.loop.TrainingInterrupted`; the same call resumes
+    it, and with the iterations clock continues exactly as if it had not stopped.
+    """
     settings = check_config(config)
     workdir = Path(workdir).expanduser()
     workdir.mkdir(parents=True, exist_ok=True)
-    started = time.time()
+    session_start = time.time()
 
     source = labels_source(settings, log) if settings.data.labels.strip() else wthor_source(settings, log)
     game = source.game
@@ -264,77 +307,107 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
     chunk, mesh, params, batch_stats, opt_state, rows = place_training(
         net, optimizer, settings, game, source.rows, source.to_samples, variables)
     schedule, rate_at = learning_rate_schedule(settings.optimizer), position_schedule(settings.optimizer)
+
+    metrics_log = MetricsLog(workdir, tensorboard=settings.tensorboard)
+    ckpts = checkpoint.Checkpoints(workdir, keep=settings.checkpoint_keep, async_save=False)
+    meta = {"kind": "supervised", "board_size": game.size, "network": checkpoint.network_meta(net_config),
+            "data": source.info, "batch_size": settings.batch_size, "steps_per_call": settings.steps_per_call,
+            "config": config.to_dict()}
+    progress = Progress(step=0, trained_s=0.0, offset_s=0.0, best=-math.inf)
+    resumed = resume_state(ckpts, meta, {"params": params, "batch_stats": batch_stats}, opt_state, key)
+    if resumed is not None:
+        progress, restored, opt_state, key = resumed
+        params, batch_stats = restored["params"], restored["batch_stats"]
+        metrics_log.truncate_after(progress.step)
+        log(f"resumed {workdir} at step {progress.step} ({progress.trained_s / 60:.1f} minutes trained)")
     n_params = sum(x.size for x in jax.tree.leaves(params))
     log(f"network {net_config} ({n_params:,} parameters) on {game.size}x{game.size}; up to "
         f"{settings.total_steps} steps of {settings.batch_size}, split over {mesh.size} device(s)"
         + (f", learning rate over {settings.max_minutes} minutes" if minutes else ""))
 
-    schedule_start = started  # the minutes clock starts once the first call has compiled
+    def trained() -> float:
+        """Seconds trained over every session, this one up to now."""
+        return progress.trained_s + (time.time() - session_start)
 
     def position(steps_done: int) -> float:
         """The minutes clock's schedule position: the share used of the budget left after the
         first (compiling) call, or of ``total_steps`` done if larger; 0 in the first call."""
         if not steps_done:
             return 0.0
-        horizon = max(60 * settings.max_minutes - (schedule_start - started), 1e-9)
-        return min(max((time.time() - schedule_start) / horizon, steps_done / settings.total_steps), 1.0)
+        horizon = max(60 * settings.max_minutes - progress.offset_s, 1e-9)
+        return min(max((trained() - progress.offset_s) / horizon, steps_done / settings.total_steps), 1.0)
 
-    metrics_log = MetricsLog(workdir, tensorboard=settings.tensorboard)
-    ckpts = checkpoint.Checkpoints(workdir, keep=settings.checkpoint_keep, async_save=False)
-    meta = {"kind": "supervised", "board_size": game.size, "network": checkpoint.network_meta(net_config),
-            "data": source.info, "config": config.to_dict()}
+    def save(step: int) -> None:
+        nonlocal progress, saved_at
+        progress = progress._replace(step=step, trained_s=trained())
+        save_state(ckpts, progress, {"params": params, "batch_stats": batch_stats}, opt_state, key, meta)
+        saved_at = time.time()
+
+    def evaluate(step: int) -> Evaluation:
+        nonlocal progress
+        current = {"params": params, "batch_stats": batch_stats}
+        evaluation = source.evaluate(net, current)
+        meta["accuracy"] = evaluation.result
+        if evaluation.score > progress.best:
+            progress = progress._replace(best=evaluation.score)
+            ckpts.save_best(step, current, meta)
+        save(step)
+        return evaluation
+
     steps_per_call = settings.steps_per_call
     total_calls = math.ceil(settings.total_steps / steps_per_call)
     eval_calls = max(settings.eval_every // steps_per_call, 1) if settings.eval_every else 0
     log_calls = max(settings.log_every // steps_per_call, 1)
-    best, evaluation = -math.inf, None
-    tick, seen = time.time(), 0
-
-    def evaluate(step: int) -> Evaluation:
-        nonlocal best
-        current = {"params": params, "batch_stats": batch_stats}
-        evaluation = source.evaluate(net, current)
-        step_meta = dict(meta, accuracy=evaluation.result)
-        save_network(ckpts, step, current, step_meta)
-        if evaluation.score > best:
-            best = evaluation.score
-            ckpts.save_best(step, current, step_meta)
-        return evaluation
-
-    for call in range(1, total_calls + 1):
-        key, sub = jax.random.split(key)
-        at = position((call - 1) * steps_per_call) if minutes else None
-        extra = () if at is None else (jnp.float32(at),)
-        params, batch_stats, opt_state, metrics = chunk(params, batch_stats, opt_state, rows, sub, *extra)
-        if call == 1:
-            schedule_start = time.time()
-        step = call * steps_per_call
-        seen += steps_per_call * settings.batch_size
-        out_of_time = settings.max_minutes and (time.time() - started) / 60 >= settings.max_minutes
-        last = call == total_calls or out_of_time
-        if call % log_calls == 0 or last or (eval_calls and call % eval_calls == 0):
-            metrics = jax.tree.map(float, metrics)
-            now = time.time()
-            rate = float(schedule(step)) if at is None else float(rate_at(jnp.float32(at)))
-            record = {"iteration": step, "step": step, **metrics, "learning_rate": rate,
-                      "examples_per_s": seen / max(now - tick, 1e-9), "minutes": (now - started) / 60}
-            if at is not None:
-                record["schedule_position"] = at
-            tick, seen = now, 0
+    first_call = progress.step // steps_per_call + 1
+    evaluation, tick, seen, saved_at = None, time.time(), 0, time.time()
+    signals = StopSignals()
+    try:
+        for call in range(first_call, total_calls + 1):
+            key, sub = jax.random.split(key)
+            at = position((call - 1) * steps_per_call) if minutes else None
+            extra = () if at is None else (jnp.float32(at),)
+            params, batch_stats, opt_state, metrics = chunk(params, batch_stats, opt_state, rows, sub, *extra)
+            if call == 1:  # the minutes clock starts once the first call has compiled
+                progress = progress._replace(offset_s=trained())
+            step = call * steps_per_call
+            seen += steps_per_call * settings.batch_size
+            out_of_time = settings.max_minutes and trained() / 60 >= settings.max_minutes
+            last = call == total_calls or out_of_time
             evaluated = bool((eval_calls and call % eval_calls == 0) or last)
-            if evaluated:
-                evaluation = evaluate(step)
-                record.update(evaluation.metrics)
-            metrics_log.write(record, curves=evaluated)
-            log(_console(record))
-        if last:
-            if out_of_time:
-                log(f"stopping after {settings.max_minutes} minutes (max_minutes)")
-            break
-    ckpts.close()
-    metrics_log.draw_curves()
-    metrics_log.close()
-    assert evaluation is not None  # the last call always evaluates
+            if call % log_calls == 0 or evaluated:
+                metrics = jax.tree.map(float, metrics)
+                now = time.time()
+                rate = float(schedule(step)) if at is None else float(rate_at(jnp.float32(at)))
+                record = {"iteration": step, "step": step, **metrics, "learning_rate": rate,
+                          "examples_per_s": seen / max(now - tick, 1e-9), "minutes": trained() / 60}
+                if at is not None:
+                    record["schedule_position"] = at
+                tick, seen = now, 0
+                if evaluated:
+                    evaluation = evaluate(step)
+                    record.update(evaluation.metrics)
+                metrics_log.write(record, curves=evaluated)
+                log(_console(record))
+            if last:
+                if out_of_time:
+                    log(f"stopping after {settings.max_minutes} minutes (max_minutes)")
+                break
+            due = settings.checkpoint_minutes and time.time() - saved_at >= 60 * settings.checkpoint_minutes
+            if (signals.received or due) and not evaluated:
+                save(step)
+            if signals.received:
+                raise TrainingInterrupted(
+                    f"stopped by {signals.received} after step {step} of {settings.total_steps}; checkpoint "
+                    f"{workdir / checkpoint.LATEST_DIR / str(step)} saved: run the same command to resume",
+                    step, signals.received)
+    finally:
+        signals.restore()
+        ckpts.close()
+        metrics_log.draw_curves()
+        metrics_log.close()
+    if evaluation is None:  # the run had finished already: report its network again
+        log(f"the run in {workdir} finished at step {progress.step}; a larger total_steps extends it")
+        evaluation = source.evaluate(net, {"params": params, "batch_stats": batch_stats})
     log(evaluation.report)
     log(f"saved to {workdir / checkpoint.LATEST_DIR} (best held-out score in {workdir / checkpoint.BEST_DIR})")
     return evaluation.result
