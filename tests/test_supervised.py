@@ -210,3 +210,19 @@ def test_a_stopped_run_resumes_exactly_where_it_stopped(small_wthor, tmp_path):
     config.batch_size = 64
     with pytest.raises(Exception, match=r"batch_size is 32 there but 64 in this config"):
         supervised.run(config, tmp_path / "stopped", log=lambda _: None)
+
+
+def test_original_sampling_draws_rows_as_often_as_the_games_played_them(data):
+    """data.sampling=original (Liskowski et al.'s Original) weights each unique row by its count;
+    unique draws every row alike."""
+    rows = expert.take(data.train, np.arange(40))
+    rows = rows._replace(count=np.arange(1, 41, dtype=np.uint32))  # row i occurred i + 1 times
+    draws = 200_000
+    for source, expected in ((supervised.weighted(expert.to_device(rows)), np.arange(1, 41) / 820),
+                             (expert.to_device(rows), np.full(40, 1 / 40))):
+        seen = np.bincount(np.asarray(supervised.draw_rows(source, jax.random.PRNGKey(0), draws)), minlength=40)
+        sigma = np.sqrt(draws * expected * (1 - expected))
+        assert np.all(np.abs(seen - draws * expected) < 5 * sigma), (seen, draws * expected)
+    batch = supervised.sample_batch(supervised.weighted(expert.to_device(rows)), jax.random.PRNGKey(1), 64,
+                                    augment=False)
+    assert set(np.asarray(jnp.argmax(batch.policy, -1)).tolist()) <= set(np.asarray(rows.action).tolist())

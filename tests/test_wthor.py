@@ -227,3 +227,24 @@ def test_cache_round_trip(tmp_path, small_data):
     assert back.info == small_data.info
     for a, b in zip(back.test, small_data.test, strict=False):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_random_split_holds_out_a_share_of_the_unique_rows_whatever_their_game(database, small_data):
+    """Liskowski et al.'s split: the unique (position, move) rows of every game, a random share held out."""
+    games = database.games
+    pick = np.flatnonzero((games.year == 1990) | (games.year == 2016))
+    data = expert.build_expert_data(_subset(games, pick), split="random", test_share=0.2, seed=3)
+    key = lambda r: set(zip(r.mover_lo.tolist(), r.mover_hi.tolist(), r.opponent_lo.tolist(),
+                            r.opponent_hi.tolist(), r.action.tolist(), strict=True))
+    train, test = key(data.train), key(data.test)
+    assert not train & test  # disjoint rows ...
+    every = key(expert.build_expert_data(_subset(games, pick), test_from_year=3000).train)
+    assert train | test == every  # ... that are all the unique rows of both years
+    assert abs(len(test) / len(every) - 0.2) < 0.02
+    assert data.info["split"] == "random" and data.info["train_moves"] + data.info["test_moves"] == \
+        small_data.info["train_moves"] + small_data.info["test_moves"]
+    assert 0 < data.test.in_train.mean() < 0.5  # positions with several expert moves: some in both splits
+    again = expert.build_expert_data(_subset(games, pick), split="random", test_share=0.2, seed=3)
+    assert key(again.test) == test  # the split is a function of the seed
+    with pytest.raises(ValueError, match="unknown split"):
+        expert.build_expert_data(_subset(games, pick[:2]), split="games")

@@ -5,9 +5,12 @@ two bitboards), the expert's move, and the game's result for the mover (+1 win, 
 loss, from the recorded final score; for finished games that equals the replayed result).
 
 Examples are de-duplicated per (position, move): a pair seen in many games (the openings) is
-kept once, with the mean result as its value target and the number of occurrences. Games are
-split by year: games from ``test_from_year`` on form the held-out test split. A test row also
-says whether its position occurs anywhere in the training split (book positions do).
+kept once, with the mean result as its value target and the number of occurrences (so the
+original examples can still be sampled, by count). Two splits: by year (``"year"``: games from
+``test_from_year`` on are held out, the honest figure) or at random as Liskowski et al. did
+(``"random"``: a ``test_share`` of the unique (position, move) rows is held out, whatever the
+game). A test row also says whether its position occurs anywhere in the training split (book
+positions do).
 
 Rows are stored compactly (16 bytes of bitboards plus a few bytes) so the whole database fits
 on an accelerator. :func:`load_expert_data` caches the result as an ``.npz`` in a directory of
@@ -34,6 +37,7 @@ from othello_jax.game import bitboard as bb
 
 FORMAT_VERSION = 1
 DEFAULT_TEST_FROM_YEAR = 2015
+SPLITS = ("year", "random")
 
 
 class ExpertPositions(NamedTuple):
@@ -95,9 +99,11 @@ class ExpertData:
 
     def summary(self) -> str:
         i = self.info
+        held = (f"games from {i['test_from_year']}" if i.get("split", "year") == "year"
+                else f"{100 * i['test_share']:g}% of the unique rows at random")
         return (f"WThor: {i['games']} games ({i['rejected']['summary']}); "
                 f"train {i['train_games']} games -> {self.train.size} unique (position, move) rows "
-                f"from {i['train_moves']} moves; test (games from {i['test_from_year']}) "
+                f"from {i['train_moves']} moves; test ({held}) "
                 f"{i['test_games']} games -> {self.test.size} rows, "
                 f"{100 * float(np.mean(self.test.in_train)) if self.test.size else 0:.1f}% "
                 "of them at positions also in train")
@@ -177,37 +183,49 @@ def _collect(games: wthor.Games, progress: Callable[[int, int], None] | None, ga
 
 
 def build_expert_data(games: wthor.Games, test_from_year: int = DEFAULT_TEST_FROM_YEAR,
-                      progress: Callable[[int, int], None] | None = None) -> ExpertData:
-    """Replay, validate, split by year and de-duplicate (see the module docstring)."""
+                      progress: Callable[[int, int], None] | None = None, split: str = "year",
+                      test_share: float = 0.05, seed: int = 0) -> ExpertData:
+    """Replay, validate, split and de-duplicate (see the module docstring)."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
     game = Othello(8)
     cols, error, error_move = _collect(games, progress, game)
     labels = [f"game #{i} ({y})" for i, y in enumerate(games.year)]
     report = game_replay.describe_problems(error, error_move, labels)
     good_game = error[cols["game"]] == game_replay.OK
-    is_test = games.year[cols["game"]] >= test_from_year
-    split = {}
-    for name, mask in (("train", good_game & ~is_test), ("test", good_game & is_test)):
-        split[name] = deduplicate(*(cols[k][mask] for k in ("mlo", "mhi", "olo", "ohi", "action", "value")))
-        split[name + "_moves"] = int(mask.sum())
-    test = mark_seen(split["test"], split["train"])
+    fields = ("mlo", "mhi", "olo", "ohi", "action", "value")
     ok = error == game_replay.OK
     info = {
         "games": int(games.num_games),
         "rejected": {"summary": report.summary(), "count": report.num_rejected, "reasons": report.rejected,
                      "examples": list(report.examples)},
-        "test_from_year": int(test_from_year),
-        "train_games": int((ok & (games.year < test_from_year)).sum()),
-        "test_games": int((ok & (games.year >= test_from_year)).sum()),
-        "train_moves": split["train_moves"], "test_moves": split["test_moves"],
+        "split": split,
         "format_version": FORMAT_VERSION,
     }
-    return ExpertData(train=split["train"], test=test, info=info)
+    if split == "year":
+        is_test = games.year[cols["game"]] >= test_from_year
+        parts = {}
+        for name, mask in (("train", good_game & ~is_test), ("test", good_game & is_test)):
+            parts[name] = deduplicate(*(cols[k][mask] for k in fields))
+            info[name + "_moves"] = int(mask.sum())
+        train, test = parts["train"], parts["test"]
+        info.update(test_from_year=int(test_from_year),
+                    train_games=int((ok & (games.year < test_from_year)).sum()),
+                    test_games=int((ok & (games.year >= test_from_year)).sum()))
+    else:  # Liskowski et al.: a random share of the unique examples, whatever their game
+        rows = deduplicate(*(cols[k][good_game] for k in fields))
+        held = np.random.default_rng(seed).random(rows.size) < test_share
+        train, test = take(rows, ~held), take(rows, held)
+        info.update(test_share=float(test_share), seed=int(seed), train_games=int(ok.sum()), test_games=int(ok.sum()),
+                    train_moves=int(train.count.sum()), test_moves=int(test.count.sum()))
+    return ExpertData(train=train, test=mark_seen(test, train), info=info)
 
 
 # ---- caching -----------------------------------------------------------------------------------
 
-def _fingerprint(directory: Path, test_from_year: int) -> str:
-    digest = hashlib.sha1(f"v{FORMAT_VERSION}:{test_from_year}".encode())
+def _fingerprint(directory: Path, test_from_year: int, split: str = "year", test_share: float = 0.05) -> str:
+    key = f"v{FORMAT_VERSION}:{test_from_year}" + ("" if split == "year" else f":{split}:{test_share!r}")
+    digest = hashlib.sha1(key.encode())
     for path in wthor.game_files(directory):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
@@ -232,15 +250,17 @@ def load(path: str | os.PathLike) -> ExpertData:
 
 def load_expert_data(wthor_dir: str | os.PathLike, test_from_year: int = DEFAULT_TEST_FROM_YEAR,
                      cache_dir: str | os.PathLike | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> ExpertData:
-    """Build the expert data from a WThor directory, or read it from ``cache_dir`` if cached."""
+                     progress: Callable[[int, int], None] | None = None, split: str = "year",
+                     test_share: float = 0.05) -> ExpertData:
+    """Build the expert data from a WThor directory (split by year or at random, see
+    :func:`build_expert_data`), or read it from ``cache_dir`` if cached."""
     directory = Path(wthor_dir)
     cache = None
     if cache_dir is not None:
-        cache = Path(cache_dir) / f"wthor_expert_{_fingerprint(directory, test_from_year)}.npz"
+        cache = Path(cache_dir) / f"wthor_expert_{_fingerprint(directory, test_from_year, split, test_share)}.npz"
         if cache.is_file():
             return load(cache)
-    data = build_expert_data(wthor.load_database(directory).games, test_from_year, progress)
+    data = build_expert_data(wthor.load_database(directory).games, test_from_year, progress, split, test_share)
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
         save(data, cache)

@@ -12,6 +12,7 @@ import dataclasses
 
 from ml_collections import ConfigDict
 
+from othello_jax.data.expert import SPLITS
 from othello_jax.errors import need
 from othello_jax.model import NetworkConfig
 from othello_jax.records import Field, check_known, read_record, section
@@ -48,11 +49,17 @@ DATA_FIELDS: tuple[Field, ...] = (
     ("labels", "", "comma-separated labelled sets (.npz, from make-labels) to learn from instead of WThor; '' = WThor"),
     ("wthor_dir", "../shared/data/wthor", "a directory of WTH_YYYY.wtb files"),
     ("cache_dir", "~/.cache/othello-jax", "where the built dataset is cached as .npz; '' = no cache"),
-    ("test_from_year", 2015, "games from this year on are held out for testing"),
+    ("split", "year", "WThor's held-out rows: year (games from test_from_year on: the honest figure) or random "
+     "(a test_share of the unique (position, move) rows, as Liskowski et al.)"),
+    ("test_from_year", 2015, "split=year: games from this year on are held out for testing"),
+    ("test_share", 0.05, "split=random: the share of unique rows held out"),
+    ("sampling", "unique", "WThor's training examples: unique (each (position, move) once, Liskowski et al.'s "
+     "Unique; with augment, Unique-S) or original (as often as the games played it: Original, Original-S)"),
     ("train_positions", 0, "labels only: train on a fixed random subset of this many positions; 0 = all"),
     ("policy_temperature", 0.0, "labels only: 0 = policy uniform over the optimal moves; T > 0 (discs) weights "
      "every solved move by exp((value - best) / T)"),
 )
+SAMPLINGS = ("unique", "original")
 # supervised networks have no score/ownership heads, global pooling or WDL value head
 SUPERVISED_WITHOUT = ("value_head", "score_head", "ownership_head", "global_pool")
 # the supervised trainer's own defaults of the shared sections (descriptions as in defaults.py)
@@ -61,7 +68,8 @@ SUPERVISED_OPTIMIZER = dict(name="adamw", learning_rate=2e-3, weight_decay=1e-4,
                             nesterov=False, schedule="cosine", boundaries=(), scales=(), warmup_steps=500,
                             total_steps=20_000, end_scale=0.02)
 # settings that came after supervised runs were written: an older config reads them at these values
-ADDED = dict(train_positions=0, policy_temperature=0.0, num_devices=0, tensorboard=True, checkpoint_minutes=0.0)
+ADDED = dict(split="year", test_share=0.05, sampling="unique", train_positions=0, policy_temperature=0.0,
+             num_devices=0, tensorboard=True, checkpoint_minutes=0.0)
 
 
 def default_supervised_config() -> ConfigDict:
@@ -81,7 +89,10 @@ class DataSettings:
     labels: str
     wthor_dir: str
     cache_dir: str
+    split: str
     test_from_year: int
+    test_share: float
+    sampling: str
     train_positions: int
     policy_temperature: float
 
@@ -139,6 +150,11 @@ def resolve(config: ConfigDict) -> SupervisedSettings:
     need(data.policy_temperature >= 0, f"data.policy_temperature must be >= 0 (discs), got {data.policy_temperature}")
     need(data.policy_temperature == 0 or data.labels.strip(),
          "data.policy_temperature needs data.labels (exact move values; WThor has one expert move)")
+    need(data.split in SPLITS, f"data.split must be one of {', '.join(SPLITS)}, got {data.split!r}")
+    need(0.0 < data.test_share < 1.0, f"data.test_share must be in (0, 1), got {data.test_share}")
+    need(data.sampling in SAMPLINGS, f"data.sampling must be one of {', '.join(SAMPLINGS)}, got {data.sampling!r}")
+    need(data.sampling == "unique" or not data.labels.strip(),
+         "data.sampling=original needs WThor (labelled sets hold each position once)")
     need(1977 < data.test_from_year <= 2100, f"data.test_from_year {data.test_from_year} is not a year after 1977")
     need(settings.network.value_margin == 0 or data.labels.strip(),
          "network.value_margin needs data.labels (exact disc values; WThor trains on results)")

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax.sharding import Mesh
 from ml_collections import ConfigDict
@@ -69,12 +70,34 @@ def expert_samples(rows: expert.ExpertPositions, index: jax.Array, game: Othello
 ToSamples = Callable[[Any, jax.Array, Othello], Samples]
 
 
+class Weighted(NamedTuple):
+    """Training rows drawn as often as they occurred: ``rows`` and each row's index repeated by its
+    count (WThor's original examples, 4 bytes each, without repeating the rows themselves)."""
+
+    rows: Any
+    occurrences: jax.Array  # int32 [sum of counts]
+
+
+def weighted(rows: expert.ExpertPositions) -> Weighted:
+    """The expert rows sampled by their occurrence counts (Liskowski et al.'s *Original*)."""
+    occurrences = np.repeat(np.arange(rows.size, dtype=np.int32), np.asarray(rows.count, np.int64))
+    return Weighted(rows, jnp.asarray(occurrences))
+
+
+def draw_rows(rows: Any, key: jax.Array, count: int) -> jax.Array:
+    """``count`` random row indices: uniform, or by occurrence for :class:`Weighted` rows."""
+    if isinstance(rows, Weighted):
+        return rows.occurrences[jax.random.randint(key, (count,), 0, rows.occurrences.shape[0])]
+    return jax.random.randint(key, (count,), 0, jax.tree.leaves(rows)[0].shape[0])
+
+
 def sample_batch(rows: Any, key: jax.Array, batch_size: int, augment: bool, game: Othello = WTHOR_GAME,
                  to_samples: ToSamples = expert_samples) -> Samples:
-    """A uniform random batch of rows, each under its own random symmetry when ``augment``."""
+    """A random batch of rows (uniform, or by occurrence for :class:`Weighted` rows), each under its
+    own random symmetry when ``augment``."""
     pick_key, sym_key = jax.random.split(key)
-    index = jax.random.randint(pick_key, (batch_size,), 0, jax.tree.leaves(rows)[0].shape[0])
-    batch = to_samples(rows, index, game)
+    index = draw_rows(rows, pick_key, batch_size)
+    batch = to_samples(rows.rows if isinstance(rows, Weighted) else rows, index, game)
     return replay.augment(batch, sym_key, game.size) if augment else batch
 
 
@@ -189,7 +212,8 @@ def wthor_source(settings: SupervisedSettings, log: Callable[[str], None]) -> So
     """The expert games: one-hot expert moves and mean results; held out: top-1/top-3 accuracy."""
     cache = str(Path(settings.data.cache_dir).expanduser()) if settings.data.cache_dir else None
     log(f"loading expert data from {settings.data.wthor_dir} (cache: {cache or 'off'}) ...")
-    data = expert.load_expert_data(settings.data.wthor_dir, settings.data.test_from_year, cache)
+    data = expert.load_expert_data(settings.data.wthor_dir, settings.data.test_from_year, cache,
+                                   split=settings.data.split, test_share=settings.data.test_share)
     log(data.summary())
     eval_rows = move_prediction.subsample(data.test, settings.eval_positions, seed=0)
 
@@ -202,7 +226,10 @@ def wthor_source(settings: SupervisedSettings, log: Callable[[str], None]) -> So
                   + move_prediction.format_report(result))
         return Evaluation(result, metrics, result["top1"], report)
 
-    return Source(WTHOR_GAME, expert.to_device(data.train), expert_samples, evaluate, data.info)
+    rows = expert.to_device(data.train)
+    if settings.data.sampling == "original":
+        rows = weighted(rows)
+    return Source(WTHOR_GAME, rows, expert_samples, evaluate, data.info)
 
 
 def labels_source(settings: SupervisedSettings, log: Callable[[str], None]) -> Source:
