@@ -226,3 +226,17 @@ def test_original_sampling_draws_rows_as_often_as_the_games_played_them(data):
     batch = supervised.sample_batch(supervised.weighted(expert.to_device(rows)), jax.random.PRNGKey(1), 64,
                                     augment=False)
     assert set(np.asarray(jnp.argmax(batch.policy, -1)).tolist()) <= set(np.asarray(rows.action).tolist())
+
+
+def test_the_shipped_wthor_cpu_reproduction_runs_shortened_by_overrides(small_wthor, tmp_path):
+    """supervised:wthor_cpu (Liskowski et al.'s random split, 6x64, a resumable 5-hour budget) on a
+    small WThor slice for a few steps: the split is the paper's and the held-out check runs."""
+    config = get_config("wthor_cpu")
+    config.data.wthor_dir, config.data.cache_dir = str(small_wthor), ""
+    config.update(total_steps=4, eval_every=4, log_every=2, eval_positions=300)
+    lines = []
+    result = supervised.run(config, tmp_path / "run", log=lines.append)
+    assert any("5% of the unique rows at random" in line for line in lines), lines[:3]
+    assert result["positions"] == 300 and 0 <= result["top1"] <= result["top3"] <= 1
+    network, _, _ = load_agent_variables(tmp_path / "run")
+    assert (network.blocks, network.channels) == (6, 64)

@@ -12,7 +12,8 @@ The default is sized for one accelerator (the 'standard' 6x128 ResNet, ~2 epochs
 trains in under an hour; ``:labels6`` learns 6x6 exact labels with the quickstart network
 (``othello6_cpu``'s 4x32) for ``max_minutes`` on a CPU, its cosine learning rate running over
 that budget (``schedule_clock = "minutes"``), so any budget anneals; ``:test`` is a few steps
-for smoke tests.
+for smoke tests; ``:wthor_cpu`` is the reproduction of Liskowski et al.'s move predictor on a
+2-core CPU (their random split, a 6x64 ResNet, a 5-hour budget a stopped run resumes).
 """
 
 from __future__ import annotations
@@ -44,6 +45,23 @@ def get_config(variant: str = "") -> ConfigDict:
         c.eval_every = 1_000
         c.eval_positions = 10_000
         c.max_minutes = 55.0
+    elif variant == "wthor_cpu":
+        # the reproduction of Liskowski et al. on a 2-core CPU (issue 55): their random split of
+        # the unique rows, a random symmetry per example (their Unique-S), the project's 6x64
+        # ResNet, AdamW annealed over a 5-hour budget that a stopped run resumes across sessions
+        c.data.split = "random"
+        c.network = network(blocks=6, channels=64, value_hidden=64)
+        c.batch_size = 256
+        c.total_steps = 100_000_000  # no step limit: max_minutes ends the run
+        c.steps_per_call = 1
+        c.max_minutes = 300.0
+        c.schedule_clock = "minutes"
+        # total_steps only places the warmup here: 1% of the budget, as :labels6
+        c.optimizer.update(learning_rate=2e-3, warmup_steps=100, total_steps=10_000, end_scale=0.02)
+        c.log_every = 1_000
+        c.eval_every = 5_000
+        c.eval_positions = 20_000
+        c.checkpoint_minutes = 10.0
     elif variant == "labels6":
         c.data.labels = "labels/self.npz,labels/offdist.npz"  # `othello-jax make-labels` files; override
         c.network = network(blocks=4, channels=32, value_hidden=32)
@@ -70,5 +88,6 @@ def get_config(variant: str = "") -> ConfigDict:
         c.eval_every = 20
         c.eval_positions = 500
     elif variant:
-        raise ValueError(f"unknown supervised config variant {variant!r}; choose cpu, labels6 or test (or none)")
+        raise ValueError(f"unknown supervised config variant {variant!r}; choose cpu, wthor_cpu, labels6 or test "
+                         "(or none)")
     return c
