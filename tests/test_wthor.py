@@ -4,6 +4,7 @@ corrupt and truncated input."""
 from __future__ import annotations
 
 import datetime
+import json
 
 import jax
 import numpy as np
@@ -248,3 +249,53 @@ def test_the_random_split_holds_out_a_share_of_the_unique_rows_whatever_their_ga
     assert key(again.test) == test  # the split is a function of the seed
     with pytest.raises(ValueError, match="unknown split"):
         expert.build_expert_data(_subset(games, pick[:2]), split="games")
+
+
+def _grid(lo: int, hi: int) -> np.ndarray:
+    bits = int(lo) | (int(hi) << 32)
+    return np.array([(bits >> i) & 1 for i in range(64)], np.uint8).reshape(8, 8)
+
+
+def test_the_datasets_own_limits_count_as_the_paper_counts(small_data):
+    """Original/Unique sizes and a perfect classifier's accuracy (independently recounted with Python
+    dicts), and Unique-S's size against a brute-force count of every row under numpy's rot90/transpose."""
+    from collections import Counter, defaultdict
+
+    rows = expert.take(small_data.train, np.arange(3000))
+    out = expert.ceilings(rows)
+    moves: dict[tuple, Counter] = defaultdict(Counter)
+    for ml, mh, ol, oh, a, c in zip(rows.mover_lo, rows.mover_hi, rows.opponent_lo, rows.opponent_hi, rows.action,
+                                    rows.count, strict=True):
+        moves[(int(ml), int(mh), int(ol), int(oh))][int(a)] += int(c)
+    assert out["original"] == int(rows.count.sum()) and out["unique"] == 3000 and out["positions"] == len(moves)
+    assert out["ceiling_original"] == pytest.approx(sum(max(m.values()) for m in moves.values()) / out["original"])
+    assert out["ceiling_unique"] == pytest.approx(len(moves) / 3000)
+
+    few = expert.take(rows, np.arange(300))
+    seen = set()
+    for ml, mh, ol, oh, a in zip(few.mover_lo, few.mover_hi, few.opponent_lo, few.opponent_hi, few.action,
+                                 strict=True):
+        move = np.zeros((8, 8), np.uint8)
+        move.flat[int(a)] = 1
+        for k in range(8):
+            turn = lambda g: np.rot90(g.T if k >= 4 else g, k % 4)  # noqa: B023 (used at once)
+            seen.add((turn(_grid(ml, mh)).tobytes(), turn(_grid(ol, oh)).tobytes(), turn(move).tobytes()))
+    assert expert.symmetric_unique(few, chunk=128) == len(seen)
+
+
+def test_the_reproduction_script_counts_a_small_database_and_names_the_papers_figures(shared_data, tmp_path, capsys):
+    import shutil
+
+    from experiments import wthor_reproduction
+
+    for name in ("WTH_1980.wtb", "WTH_1981.wtb", "WTHOR.JOU", "WTHOR.TRN"):
+        shutil.copy(shared_data / "wthor" / name, tmp_path / name)
+    assert wthor_reproduction.main(["--wthor", str(tmp_path), "--json"]) == 0
+    ours = json.loads(capsys.readouterr().out)
+    assert ours["original"] > ours["unique"] > ours["positions"] > 0
+    assert ours["unique"] < ours["unique_s"] <= 8 * ours["unique"]
+    assert 0.5 < ours["ceiling_original"] < 1 and 0.5 < ours["ceiling_unique"] < 1
+    assert wthor_reproduction.main(["--wthor", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| Unique-S rows | 39,019,056 |" in out and "| perfect classifier on Unique | 97.49% |" in out
+    assert wthor_reproduction.main(["--wthor", str(tmp_path / "missing")]) == 2

@@ -20,6 +20,7 @@ your choice, keyed by the database contents and the split.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -219,6 +220,45 @@ def build_expert_data(games: wthor.Games, test_from_year: int = DEFAULT_TEST_FRO
         info.update(test_share=float(test_share), seed=int(seed), train_games=int(ok.sum()), test_games=int(ok.sum()),
                     train_moves=int(train.count.sum()), test_moves=int(test.count.sum()))
     return ExpertData(train=train, test=mark_seen(test, train), info=info)
+
+
+# ---- the dataset's own limits -----------------------------------------------------------------
+
+def ceilings(rows: ExpertPositions) -> dict:
+    """How the rows count in Liskowski et al.'s terms: *Original* examples (every move played),
+    *Unique* (position, move) rows, distinct positions, and the accuracy a perfect classifier
+    reaches on each (the most played move of a position on Original; one of its distinct moves
+    on Unique), since the same position carries different expert moves."""
+    board = (_as_u64(rows.mover_lo, rows.mover_hi), _as_u64(rows.opponent_lo, rows.opponent_hi))
+    order, starts = _group_starts(list(board))
+    count = np.asarray(rows.count, np.int64)[order]
+    most = np.maximum.reduceat(count, starts) if starts.size else np.zeros(0, np.int64)
+    examples = int(count.sum())
+    return {"original": examples, "unique": int(rows.size), "positions": int(starts.size),
+            "ceiling_original": float(most.sum() / max(examples, 1)),
+            "ceiling_unique": float(starts.size / max(rows.size, 1))}
+
+
+def symmetric_unique(rows: ExpertPositions, chunk: int = 1 << 20) -> int:
+    """The number of distinct (position, move) rows once every row is added under each of the 8
+    board symmetries (Liskowski et al.'s *Unique-S*, "cleared also of the duplicates resulting from
+    symmetric transformations"); counted in chunks, never held as training rows."""
+    from othello_jax.game.symmetry import NUM_SYMMETRIES, transform_action, transform_bitboard
+
+    @functools.partial(jax.jit, static_argnums=5)
+    def turned(mover_lo, mover_hi, opponent_lo, opponent_hi, action, k):
+        mover = transform_bitboard(bb.Bitboard(mover_lo, mover_hi), k, 8)
+        opponent = transform_bitboard(bb.Bitboard(opponent_lo, opponent_hi), k, 8)
+        return mover.lo, mover.hi, opponent.lo, opponent.hi, transform_action(action.astype(jnp.int32), k, 8)
+
+    keys = []
+    for k in range(NUM_SYMMETRIES):
+        for start in range(0, rows.size, chunk):
+            part = [np.asarray(x)[start:start + chunk] for x in rows[:5]]
+            ml, mh, ol, oh, a = (np.asarray(x) for x in turned(*part, k))
+            keys.append(np.stack([_as_u64(ml, mh), _as_u64(ol, oh), a.astype(np.uint64)], 1))
+    every = np.concatenate(keys)
+    return int(np.unique(every, axis=0).shape[0])
 
 
 # ---- caching -----------------------------------------------------------------------------------
