@@ -98,6 +98,18 @@ def _quiet_orbax() -> None:
         logger.setLevel(logging.ERROR)
     if not getattr(sys.unraisablehook, "drops_closed_loop_reports", False):
         sys.unraisablehook = _drop_closed_loop_reports(sys.unraisablehook)
+    asyncio_logger = logging.getLogger("asyncio")
+    if not any(isinstance(f, _UnretrievedReads) for f in asyncio_logger.filters):
+        asyncio_logger.addFilter(_UnretrievedReads())
+
+
+class _UnretrievedReads(logging.Filter):
+    """Drops asyncio's "Future/Task exception was never retrieved" reports: the same abandoned reads
+    of a failed restore as :func:`_drop_closed_loop_reports`, when their futures are collected before
+    the loop closes (seen under load: a dozen lines after the command's one-line error)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).partition("\n")[0].endswith("exception was never retrieved")
 
 
 def _drop_closed_loop_reports(previous: Callable[[Any], object]) -> Callable[[Any], object]:

@@ -166,3 +166,17 @@ def test_a_workdir_with_only_a_best_network_loads_it(bad):
     assert not list((good / "checkpoints").iterdir()) and (good / "best" / "0").is_dir()
     _, variables, size = load_agent_variables(good)
     assert size == 4 and variables["params"]
+
+
+def test_abandoned_reads_of_a_failed_restore_print_nothing_after_the_one_line_error():
+    """A failed restore leaves tensorstore reads whose futures fail unobserved; asyncio would report
+    each ("Future exception was never retrieved") on stderr after the command's one line."""
+    import subprocess
+    import sys
+
+    code = ("import asyncio, gc\nfrom othello_jax import checkpoint\ncheckpoint._quiet_orbax()\n"
+            "loop = asyncio.new_event_loop()\nf = loop.create_future(); f.set_exception(ValueError('read'))\n"
+            "del f; gc.collect()\nimport logging; logging.getLogger('asyncio').error('another asyncio error')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "another asyncio error"  # only the abandoned read is dropped

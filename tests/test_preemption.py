@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from othello_jax.training.settings import stages as train_config
+from othello_jax.training.settings.defaults import default_config
 from othello_jax.training.settings.run_settings import check_config, resolve_stages
 from tests.conftest import tiny_config
 
@@ -110,7 +110,7 @@ def test_sigint_in_process_stops_after_a_checkpoint_synced_by_the_hook(tmp_path)
 
 def test_every_minutes_is_validated_and_may_change_in_a_stage():
     config = tiny_config()
-    assert train_config.default_config().checkpoint.every_minutes > 0
+    assert default_config().checkpoint.every_minutes > 0
     config.checkpoint.every_minutes = -1.0
     with pytest.raises(ValueError, match="checkpoint.every_minutes must be >= 0"):
         check_config(config)
