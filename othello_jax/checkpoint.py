@@ -371,8 +371,9 @@ def _join(template: Any, variables: dict, rest: dict):
     return state, rest["rng"]
 
 
-def check_compatible(meta: dict, expect: dict, path: Path) -> None:
-    """Raise :class:`CheckpointError` naming the first setting that differs from the checkpoint's.
+def check_compatible(meta: dict, expect: dict, path: Path, keys: tuple[str, ...] = COMPATIBILITY_KEYS) -> None:
+    """Raise :class:`CheckpointError` naming the first of ``keys`` in ``expect`` that differs from
+    the checkpoint's (a self-play run's :data:`COMPATIBILITY_KEYS` by default).
 
     Network fields added since a checkpoint was written count at their defaults there (so older
     runs resume), and retired ones at their off values are dropped; the format version expected is
@@ -386,7 +387,7 @@ def check_compatible(meta: dict, expect: dict, path: Path) -> None:
     if isinstance(saved_version, int) and saved_version > AUX_FORMAT_VERSION:
         raise CheckpointError(f"checkpoint {path} has format version {saved_version}, newer than this code reads "
                               f"(up to {AUX_FORMAT_VERSION}): the checkpoint format changed; upgrade othello-jax")
-    for name in COMPATIBILITY_KEYS:
+    for name in keys:
         if name not in expect:
             continue
         if name == "lanes" and not meta.get("buffer_saved", True):

@@ -35,6 +35,7 @@ import numpy as np
 from othello_jax.data import game_replay, wthor
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
+from othello_jax.game.symmetry import NUM_SYMMETRIES, transform_action, transform_bitboard
 
 FORMAT_VERSION = 1
 DEFAULT_TEST_FROM_YEAR = 2015
@@ -243,8 +244,6 @@ def symmetric_unique(rows: ExpertPositions, chunk: int = 1 << 20) -> int:
     """The number of distinct (position, move) rows once every row is added under each of the 8
     board symmetries (Liskowski et al.'s *Unique-S*, "cleared also of the duplicates resulting from
     symmetric transformations"); counted in chunks, never held as training rows."""
-    from othello_jax.game.symmetry import NUM_SYMMETRIES, transform_action, transform_bitboard
-
     @functools.partial(jax.jit, static_argnums=5)
     def turned(mover_lo, mover_hi, opponent_lo, opponent_hi, action, k):
         mover = transform_bitboard(bb.Bitboard(mover_lo, mover_hi), k, 8)

@@ -250,6 +250,10 @@ def labels_source(settings: SupervisedSettings, log: Callable[[str], None]) -> S
     return Source(data.game, rows, label_targets.label_samples, evaluate, data.info)
 
 
+# what a resumed run must share with its checkpoint (the meta's names)
+RESUME_KEYS = ("board_size", "network", "kind", "data", "batch_size", "steps_per_call")
+
+
 class Progress(NamedTuple):
     """Where a run stands between calls: what a checkpoint's meta keeps so a stopped run resumes."""
 
@@ -279,12 +283,7 @@ def resume_state(ckpts: checkpoint.Checkpoints, meta: dict, variables: dict, opt
         return None
     path = ckpts.workdir / checkpoint.LATEST_DIR / str(step)
     saved = ckpts.read_meta(step)
-    checkpoint.check_compatible(saved, {k: meta[k] for k in ("board_size", "network")}, path)
-    for name in ("kind", "data", "batch_size", "steps_per_call"):
-        if saved.get(name) != meta[name]:
-            raise checkpoint.CheckpointError(
-                f"checkpoint {path} is incompatible: {name} is {saved.get(name)} there but {meta[name]} in this "
-                "config; use a new --workdir or matching settings")
+    checkpoint.check_compatible(saved, meta, path, keys=RESUME_KEYS)
     if not saved.get("resumable"):
         raise checkpoint.CheckpointError(f"checkpoint {path} was saved before supervised runs could resume "
                                          "(no optimizer state); use a new --workdir")
