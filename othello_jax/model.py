@@ -8,7 +8,9 @@ Batch norm statistics live in the ``batch_stats`` collection: call with ``train=
 Options (all off by default; then the parameters and outputs are exactly the plain network's):
 ``value_head="wdl"`` predicts win/draw/loss logits and reports ``value = P(win) - P(loss)``;
 ``score_head`` a tanh-scaled final disc difference; ``ownership_head`` a tanh per square (+1 the
-mover's disc at the end, -1 the opponent's); ``global_pool`` adds KataGo-style global pooling
+mover's disc at the end, -1 the opponent's); ``tower="conv"`` replaces the residual tower by
+Liskowski et al.'s ConvN+BN (plain 3x3 convolutions widening 64-64-128-128-256..., a dense policy
+head); ``global_pool`` adds KataGo-style global pooling
 biases in every residual block. ``aux=True`` also returns the extra outputs in a dict (for the
 losses); the search only ever sees ``(logits, value)``. The heads' 1x1 convolutions have
 AlphaZero's 2 (policy) and 1 (value) channels.
@@ -29,6 +31,11 @@ import jax.numpy as jnp
 from othello_jax.errors import InputError
 
 VALUE_HEADS = ("scalar", "wdl")
+TOWERS = ("resnet", "conv")
+# tower="conv": Liskowski et al.'s ConvN(+BN) widths, as multiples of ``channels`` (their 64): Conv4,
+# Conv6 and Conv8 are the first 4, 6 and 8; their hidden dense layer before the policy has 128 units
+CONV_WIDTHS = (1, 1, 2, 2, 4, 4, 4, 4)
+CONV_POLICY_HIDDEN = 128
 PRESETS: dict[str, tuple[int, int]] = {
     # name: (residual blocks, channels)
     "tiny": (1, 16),
@@ -68,6 +75,9 @@ class NetworkConfig:
     score_head: bool = False  # auxiliary head: final disc difference / squares (tanh)
     ownership_head: bool = False  # auxiliary head: final owner of every square (tanh per square)
     global_pool: bool = False  # KataGo-style global pooling biases in the residual blocks
+    # "resnet" (blocks x residual blocks of `channels`) or "conv": Liskowski et al.'s plain stack of
+    # `blocks` (<= 8) 3x3 convolutions with batch norm, widths channels x CONV_WIDTHS, a dense policy head
+    tower: str = "resnet"
     # what the value head predicts: (1 - m) * result + m * final disc difference / squares
     # (Othello.result_value); 0 = the result alone. Searches value finished games the same way.
     value_margin: float = 0.0
@@ -75,6 +85,13 @@ class NetworkConfig:
     def __post_init__(self) -> None:
         if self.value_head not in VALUE_HEADS:
             raise InputError(f"unknown network.value_head {self.value_head!r}; choose from {', '.join(VALUE_HEADS)}")
+        if self.tower not in TOWERS:
+            raise InputError(f"unknown network.tower {self.tower!r}; choose from {', '.join(TOWERS)}")
+        if self.tower == "conv" and not 1 <= self.blocks <= len(CONV_WIDTHS):
+            raise InputError(f"network.tower='conv' takes 1 to {len(CONV_WIDTHS)} layers (network.blocks), "
+                             f"got {self.blocks}")
+        if self.tower == "conv" and self.global_pool:
+            raise InputError("network.global_pool needs residual blocks (network.tower='resnet')")
         if not 0.0 <= self.value_margin <= 1.0:
             raise InputError(f"network.value_margin must be in [0, 1], got {self.value_margin}")
         if self.value_margin and self.value_head != "scalar":
@@ -131,6 +148,12 @@ class GlobalPoolBias(nn.Module):
         return nn.Dense(self.channels, dtype=self.dtype, name="dense")(pooled)[..., None, None, :]
 
 
+def conv_bn_relu(x: jax.Array, channels: int, train: bool, dtype: Any) -> jax.Array:
+    """A 3x3 convolution (zero-padded, no bias), batch norm, ReLU: the stem, and every layer of the conv tower."""
+    x = nn.Conv(channels, (3, 3), use_bias=False, dtype=dtype)(x)
+    return nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(x))
+
+
 class ResidualBlock(nn.Module):
     channels: int
     dtype: Any
@@ -148,7 +171,8 @@ class ResidualBlock(nn.Module):
 
 
 class AlphaZeroNet(nn.Module):
-    """Stem conv -> residual tower -> (policy logits over N*N+1 actions, value in [-1, 1]).
+    """Stem conv -> residual tower -> (policy logits over N*N+1 actions, value in [-1, 1]); with
+    ``tower="conv"``, Liskowski et al.'s plain convolution stack and dense policy head instead.
 
     With ``aux=True`` the result is ``(logits, value, extras)``; ``extras`` holds float32
     ``wdl_logits [..., 3]``, ``score [...]`` and ``ownership [..., N, N]`` for the heads the
@@ -163,15 +187,18 @@ class AlphaZeroNet(nn.Module):
         dtype = jnp.dtype(self.config.dtype)
         c = self.config.channels
         x = obs.astype(dtype)
-        x = nn.Conv(c, (3, 3), use_bias=False, dtype=dtype)(x)
-        x = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(x))
-        for _ in range(self.config.blocks):
-            x = ResidualBlock(c, dtype, self.config.global_pool)(x, train)
         batch = x.shape[:-3]
-
-        p = nn.Conv(POLICY_CHANNELS, (1, 1), use_bias=False, dtype=dtype)(x)
-        p = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(p))
-        logits = nn.Dense(self.num_actions, dtype=dtype)(p.reshape(batch + (-1,)))
+        if self.config.tower == "conv":
+            for multiple in CONV_WIDTHS[:self.config.blocks]:
+                x = conv_bn_relu(x, c * multiple, train, dtype)
+            p = nn.relu(nn.Dense(CONV_POLICY_HIDDEN, dtype=dtype)(x.reshape(batch + (-1,))))
+        else:
+            x = conv_bn_relu(x, c, train, dtype)
+            for _ in range(self.config.blocks):
+                x = ResidualBlock(c, dtype, self.config.global_pool)(x, train)
+            p = nn.Conv(POLICY_CHANNELS, (1, 1), use_bias=False, dtype=dtype)(x)
+            p = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(p)).reshape(batch + (-1,))
+        logits = nn.Dense(self.num_actions, dtype=dtype)(p)
 
         v = nn.Conv(VALUE_CHANNELS, (1, 1), use_bias=False, dtype=dtype)(x)
         v = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(v))

@@ -119,3 +119,35 @@ def test_the_heads_have_alphazeros_2_and_1_channels_so_saved_networks_keep_their
     old = dict(checkpoint.network_meta(config), move_planes=False, policy_channels=2, value_channels=1)
     assert NetworkConfig.from_meta(old) == config
     assert checkpoint.format_version(old) == checkpoint.FORMAT_VERSION
+
+
+def test_the_conv_tower_is_liskowskis_convn_with_batch_norm_and_a_dense_policy_head():
+    """``tower="conv"``: Conv8+BN's layer widths 64-64-128-128-256-256-256-256 (scaled by
+    ``channels``/64), each a 3x3 convolution and batch norm, then fc128 -> the policy; the first
+    layers of Conv4/Conv6; outputs shaped as the ResNet's; impossible depths and options refused."""
+    from othello_jax import checkpoint
+
+    def kernels(config, size=8):
+        p = jax.eval_shape(lambda: init_variables(make_network(size, config), jax.random.key(0), size))["params"]
+        return p, [p[f"Conv_{i}"]["kernel"].shape for i in range(config.blocks)]
+
+    p, shapes = kernels(NetworkConfig(tower="conv", blocks=8, channels=64))
+    widths = [s[-1] for s in shapes]
+    assert widths == [64, 64, 128, 128, 256, 256, 256, 256]
+    assert all(s[:2] == (3, 3) for s in shapes) and shapes[0][2] == 2
+    assert not any(k.startswith("ResidualBlock") for k in p)
+    assert sum(k.startswith("BatchNorm") for k in p) == 8 + 1  # every layer, and the value head's
+    assert p["Dense_0"]["kernel"].shape == (64 * 256, 128) and p["Dense_1"]["kernel"].shape == (128, 65)
+    assert [s[-1] for s in kernels(NetworkConfig(tower="conv", blocks=4, channels=32))[1]] == [32, 32, 64, 64]
+
+    config = NetworkConfig(tower="conv", blocks=6, channels=8)
+    net = make_network(6, config)
+    variables = init_variables(net, jax.random.key(1), 6)
+    logits, value = apply(net, variables, observations(6, 5), train=False)
+    assert logits.shape == (5, 37) and value.shape == (5,) and (np.abs(np.asarray(value)) < 1).all()
+    assert NetworkConfig.from_meta(checkpoint.network_meta(config)) == config
+    assert checkpoint.format_version(config) == checkpoint.AUX_FORMAT_VERSION  # older code cannot build it
+    for bad, match in ((dict(blocks=9), "1 to 8 layers"), (dict(blocks=6, global_pool=True), "needs residual"),
+                       (dict(tower="dense"), "unknown network.tower")):
+        with pytest.raises(ValueError, match=match):
+            NetworkConfig(**{"tower": "conv", **bad})

@@ -196,7 +196,8 @@ def test_both_programs_network_sections_reach_every_network_field_they_offer():
     from othello_jax.training.settings.supervised_settings import SUPERVISED_WITHOUT
 
     changed = dict(blocks=3, channels=24, value_hidden=16, dtype="bfloat16",
-                   value_head="wdl", score_head=True, ownership_head=True, global_pool=True, value_margin=0.25)
+                   value_head="wdl", score_head=True, ownership_head=True, global_pool=True, value_margin=0.25,
+                   tower="conv")
     assert set(changed) == {f.name for f in dataclasses.fields(NetworkConfig)}, "a new field: add it here"
     programs = {"training": (default_config(), SELFPLAY_WITHOUT),
                 "supervised": (supervised_configs.get_config(), SUPERVISED_WITHOUT)}

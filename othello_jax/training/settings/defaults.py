@@ -50,6 +50,8 @@ NETWORK_DESCRIPTIONS: dict[str, str] = {
     "score_head": "an auxiliary head predicting the final disc difference (KataGo)",
     "ownership_head": "an auxiliary head predicting each square's final owner (KataGo)",
     "global_pool": "KataGo-style global pooling biases in the residual blocks",
+    "tower": "resnet (residual blocks) or conv (Liskowski et al.'s ConvN+BN: `blocks` <= 8 plain layers, "
+             "widths channels x 1,1,2,2,4,4,4,4, dense policy head); '' = resnet",
     "value_margin": "supervised, labelled sets: the value target is (1 - m) * result + m * disc difference / squares",
 }
 REPLAY_FIELDS: tuple[Field, ...] = (
