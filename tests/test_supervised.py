@@ -171,6 +171,13 @@ def test_config_errors_are_one_line(small_wthor):
         supervised.check_config(config)
     with pytest.raises(ValueError, match="unknown supervised config variant"):
         get_config("gpu2")
+    config = _config(small_wthor)
+    config.data.value_target = "exact"
+    with pytest.raises(ValueError, match="data.value_target must be one of result, perfect_endgame"):
+        supervised.check_config(config)
+    config.data.update(value_target="perfect_endgame", labels="labels/self.npz")
+    with pytest.raises(ValueError, match="perfect_endgame needs WThor"):
+        supervised.check_config(config)
 
 
 def test_a_stopped_run_resumes_exactly_where_it_stopped(small_wthor, tmp_path):

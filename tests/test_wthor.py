@@ -210,6 +210,38 @@ def test_value_target_is_the_result_for_the_mover(database):
     np.testing.assert_array_equal(rows.value, np.where(stage % 2 == 0, black_result, -black_result))
 
 
+def test_perfect_endgame_values_are_wthors_theoretical_results_up_to_24_empties(database):
+    """Games without passes whose theoretical result differs from the played one: up to the position
+    at 24 empties the value is the theoretical result for the mover, after it the played one; and
+    the exact solver agrees with WThor's theoretical result at that position (an independent check
+    of what the field means)."""
+    from othello_jax.solver import host
+
+    games = database.games
+    actions = wthor.decode_moves(games.moves[:2000])
+    out = game_replay.replay_actions(actions)
+    played, theory = (expert.black_results(x[:2000]) for x in (games.black_score, games.theoretical_score))
+    long_enough = np.asarray(out.valid)[:, 60 - expert.THEORY_EMPTIES]  # a move played at 24 empties
+    picks = np.flatnonzero((np.asarray(out.passes) == 0) & long_enough & (played != theory) & (theory != 0))[:3]
+    assert len(picks) == 3
+    for index in picks:
+        game = _subset(games, [int(index)])
+        rows = expert.build_expert_data(game, test_from_year=3000, value_target="perfect_endgame").train
+        assert rows.size == int((game.moves != 0).sum())
+        stage = np.asarray(expert.stage(rows))
+        mover_sign = np.where(stage % 2 == 0, 1.0, -1.0)
+        expected = np.where(stage <= 36, theory[index], played[index]) * mover_sign
+        np.testing.assert_array_equal(rows.value, expected)
+        at_24 = int(np.flatnonzero(stage == 36)[0])
+        position = (int(rows.mover_lo[at_24]) | int(rows.mover_hi[at_24]) << 32,
+                    int(rows.opponent_lo[at_24]) | int(rows.opponent_hi[at_24]) << 32)
+        assert host.exact_signs(8, [position])[0] == rows.value[at_24]
+    default = expert.build_expert_data(_subset(games, [int(picks[0])]), test_from_year=3000)
+    assert "value_target" not in default.info  # caches and runs made before the option still match
+    with pytest.raises(ValueError, match="unknown value target"):
+        expert.build_expert_data(_subset(games, [0]), value_target="exact")
+
+
 def test_mark_seen_and_deduplicate_on_small_arrays():
     u = lambda *v: np.array(v, np.uint32)
     rows = expert.deduplicate(u(1, 1, 1, 2), u(0, 0, 0, 0), u(4, 4, 4, 4), u(0, 0, 0, 0),

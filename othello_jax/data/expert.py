@@ -3,6 +3,10 @@
 Every recorded move becomes one example: the position before it (from the mover's view, as
 two bitboards), the expert's move, and the game's result for the mover (+1 win, 0 draw, -1
 loss, from the recorded final score; for finished games that equals the replayed result).
+With ``value_target="perfect_endgame"`` the positions with at least ``THEORY_EMPTIES`` (24) empty
+squares take WThor's *theoretical* result instead: the game's result had its last 24 moves been
+played perfectly, which is the exact value of the position at 24 empties and removes the
+endgame's mistakes (a quarter of the games change sign) from the value targets of the others.
 
 Examples are de-duplicated per (position, move): a pair seen in many games (the openings) is
 kept once, with the mean result as its value target and the number of occurrences (so the
@@ -40,6 +44,8 @@ from othello_jax.game.symmetry import NUM_SYMMETRIES, transform_action, transfor
 FORMAT_VERSION = 1
 DEFAULT_TEST_FROM_YEAR = 2015
 SPLITS = ("year", "random")
+VALUE_TARGETS = ("result", "perfect_endgame")
+THEORY_EMPTIES = 24  # every WThor file's header computes its theoretical scores at this depth
 
 
 class ExpertPositions(NamedTuple):
@@ -158,10 +164,18 @@ def mark_seen(test: ExpertPositions, train: ExpertPositions) -> ExpertPositions:
     return test._replace(in_train=seen[tm.size:])
 
 
-def _collect(games: wthor.Games, progress: Callable[[int, int], None] | None, game: Othello):
+def black_results(scores: np.ndarray, game: Othello = Othello(8)) -> np.ndarray:
+    """+1 / 0 / -1 for black from black's disc counts (the recorded or the theoretical ones)."""
+    return np.sign(scores.astype(np.int32) * 2 - game.num_squares).astype(np.float32)
+
+
+def _collect(games: wthor.Games, progress: Callable[[int, int], None] | None, game: Othello,
+             value_target: str = "result"):
     """Replay all games; return per-move columns of the valid moves and the replay errors."""
     actions = wthor.decode_moves(games.moves)
-    black_result = np.sign(games.black_score.astype(np.int32) * 2 - game.num_squares).astype(np.float32)
+    black_result = black_results(games.black_score, game)
+    black_theory = black_results(games.theoretical_score, game)
+    theory_move = game.num_squares - 4 - THEORY_EMPTIES  # the recorded moves before the 24-empty position
     columns: dict[str, list[np.ndarray]] = {k: [] for k in ("game", "mlo", "mhi", "olo", "ohi", "action", "value")}
     finals: list[State] = []
 
@@ -176,7 +190,11 @@ def _collect(games: wthor.Games, progress: Callable[[int, int], None] | None, ga
         columns["ohi"].append(pos.opponent.hi[g, t])
         columns["action"].append(actions[g + offset, t])
         sign = np.where(pos.color[g, t] == 0, 1.0, -1.0).astype(np.float32)
-        columns["value"].append(black_result[g + offset] * sign)
+        result = black_result[g + offset]
+        if value_target == "perfect_endgame":  # games reaching 24 empties: their theoretical result up to there
+            reaches = out.valid[:, theory_move] if out.valid.shape[1] > theory_move else np.zeros(len(out.valid), bool)
+            result = np.where(reaches[g] & (t <= theory_move), black_theory[g + offset], result)
+        columns["value"].append(result * sign)
 
     error, error_move = game_replay.replay_in_chunks(actions, consume, game=game, progress=progress)
     final = jax.tree.map(lambda *parts: np.concatenate(parts), *finals)
@@ -186,12 +204,14 @@ def _collect(games: wthor.Games, progress: Callable[[int, int], None] | None, ga
 
 def build_expert_data(games: wthor.Games, test_from_year: int = DEFAULT_TEST_FROM_YEAR,
                       progress: Callable[[int, int], None] | None = None, split: str = "year",
-                      test_share: float = 0.05, seed: int = 0) -> ExpertData:
+                      test_share: float = 0.05, seed: int = 0, value_target: str = "result") -> ExpertData:
     """Replay, validate, split and de-duplicate (see the module docstring)."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+    if value_target not in VALUE_TARGETS:
+        raise ValueError(f"unknown value target {value_target!r}; choose from {', '.join(VALUE_TARGETS)}")
     game = Othello(8)
-    cols, error, error_move = _collect(games, progress, game)
+    cols, error, error_move = _collect(games, progress, game, value_target)
     labels = [f"game #{i} ({y})" for i, y in enumerate(games.year)]
     report = game_replay.describe_problems(error, error_move, labels)
     good_game = error[cols["game"]] == game_replay.OK
@@ -204,6 +224,8 @@ def build_expert_data(games: wthor.Games, test_from_year: int = DEFAULT_TEST_FRO
         "split": split,
         "format_version": FORMAT_VERSION,
     }
+    if value_target != "result":  # named only when chosen: runs and caches made before the option still match
+        info["value_target"] = value_target
     if split == "year":
         is_test = games.year[cols["game"]] >= test_from_year
         parts = {}
@@ -262,8 +284,10 @@ def symmetric_unique(rows: ExpertPositions, chunk: int = 1 << 20) -> int:
 
 # ---- caching -----------------------------------------------------------------------------------
 
-def _fingerprint(directory: Path, test_from_year: int, split: str = "year", test_share: float = 0.05) -> str:
+def _fingerprint(directory: Path, test_from_year: int, split: str = "year", test_share: float = 0.05,
+                 value_target: str = "result") -> str:
     key = f"v{FORMAT_VERSION}:{test_from_year}" + ("" if split == "year" else f":{split}:{test_share!r}")
+    key += "" if value_target == "result" else f":{value_target}"  # caches made before the option keep their name
     digest = hashlib.sha1(key.encode())
     for path in wthor.game_files(directory):
         digest.update(path.name.encode())
@@ -290,16 +314,18 @@ def load(path: str | os.PathLike) -> ExpertData:
 def load_expert_data(wthor_dir: str | os.PathLike, test_from_year: int = DEFAULT_TEST_FROM_YEAR,
                      cache_dir: str | os.PathLike | None = None,
                      progress: Callable[[int, int], None] | None = None, split: str = "year",
-                     test_share: float = 0.05) -> ExpertData:
+                     test_share: float = 0.05, value_target: str = "result") -> ExpertData:
     """Build the expert data from a WThor directory (split by year or at random, see
     :func:`build_expert_data`), or read it from ``cache_dir`` if cached."""
     directory = Path(wthor_dir)
     cache = None
     if cache_dir is not None:
-        cache = Path(cache_dir) / f"wthor_expert_{_fingerprint(directory, test_from_year, split, test_share)}.npz"
+        name = _fingerprint(directory, test_from_year, split, test_share, value_target)
+        cache = Path(cache_dir) / f"wthor_expert_{name}.npz"
         if cache.is_file():
             return load(cache)
-    data = build_expert_data(wthor.load_database(directory).games, test_from_year, progress, split, test_share)
+    data = build_expert_data(wthor.load_database(directory).games, test_from_year, progress, split, test_share,
+                             value_target=value_target)
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
         save(data, cache)

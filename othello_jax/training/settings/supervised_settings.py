@@ -12,7 +12,7 @@ import dataclasses
 
 from ml_collections import ConfigDict
 
-from othello_jax.data.expert import SPLITS
+from othello_jax.data.expert import SPLITS, VALUE_TARGETS
 from othello_jax.errors import need
 from othello_jax.model import NetworkConfig
 from othello_jax.records import Field, check_known, read_record, section
@@ -55,6 +55,8 @@ DATA_FIELDS: tuple[Field, ...] = (
     ("test_share", 0.05, "split=random: the share of unique rows held out"),
     ("sampling", "unique", "WThor's training examples: unique (each (position, move) once, Liskowski et al.'s "
      "Unique; with augment, Unique-S) or original (as often as the games played it: Original, Original-S)"),
+    ("value_target", "result", "WThor's value targets: result (each game's) or perfect_endgame (WThor's theoretical "
+     "result, the game's had its last 24 moves been perfect, for the positions up to 24 empties)"),
     ("train_positions", 0, "labels only: train on a fixed random subset of this many positions; 0 = all"),
     ("policy_temperature", 0.0, "labels only: 0 = policy uniform over the optimal moves; T > 0 (discs) weights "
      "every solved move by exp((value - best) / T)"),
@@ -68,8 +70,8 @@ SUPERVISED_OPTIMIZER = dict(name="adamw", learning_rate=2e-3, weight_decay=1e-4,
                             nesterov=False, schedule="cosine", boundaries=(), scales=(), warmup_steps=500,
                             total_steps=20_000, end_scale=0.02)
 # settings that came after supervised runs were written: an older config reads them at these values
-ADDED = dict(split="year", test_share=0.05, sampling="unique", train_positions=0, policy_temperature=0.0,
-             num_devices=0, tensorboard=True, checkpoint_minutes=0.0)
+ADDED = dict(split="year", test_share=0.05, sampling="unique", value_target="result", train_positions=0,
+             policy_temperature=0.0, num_devices=0, tensorboard=True, checkpoint_minutes=0.0)
 
 
 def default_supervised_config() -> ConfigDict:
@@ -93,6 +95,7 @@ class DataSettings:
     test_from_year: int
     test_share: float
     sampling: str
+    value_target: str
     train_positions: int
     policy_temperature: float
 
@@ -153,6 +156,10 @@ def resolve(config: ConfigDict) -> SupervisedSettings:
     need(data.split in SPLITS, f"data.split must be one of {', '.join(SPLITS)}, got {data.split!r}")
     need(0.0 < data.test_share < 1.0, f"data.test_share must be in (0, 1), got {data.test_share}")
     need(data.sampling in SAMPLINGS, f"data.sampling must be one of {', '.join(SAMPLINGS)}, got {data.sampling!r}")
+    need(data.value_target in VALUE_TARGETS,
+         f"data.value_target must be one of {', '.join(VALUE_TARGETS)}, got {data.value_target!r}")
+    need(data.value_target == "result" or not data.labels.strip(),
+         "data.value_target=perfect_endgame needs WThor (labelled sets hold exact values)")
     need(data.sampling == "unique" or not data.labels.strip(),
          "data.sampling=original needs WThor (labelled sets hold each position once)")
     need(1977 < data.test_from_year <= 2100, f"data.test_from_year {data.test_from_year} is not a year after 1977")

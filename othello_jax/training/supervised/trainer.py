@@ -213,7 +213,8 @@ def wthor_source(settings: SupervisedSettings, log: Callable[[str], None]) -> So
     cache = str(Path(settings.data.cache_dir).expanduser()) if settings.data.cache_dir else None
     log(f"loading expert data from {settings.data.wthor_dir} (cache: {cache or 'off'}) ...")
     data = expert.load_expert_data(settings.data.wthor_dir, settings.data.test_from_year, cache,
-                                   split=settings.data.split, test_share=settings.data.test_share)
+                                   split=settings.data.split, test_share=settings.data.test_share,
+                                   value_target=settings.data.value_target)
     log(data.summary())
     eval_rows = move_prediction.subsample(data.test, settings.eval_positions, seed=0)
 
