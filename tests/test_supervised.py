@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import shutil
 
 import jax
@@ -191,7 +192,9 @@ def test_a_stopped_run_resumes_exactly_where_it_stopped(small_wthor, tmp_path):
     config = _config(small_wthor)
     config.update(total_steps=40, steps_per_call=2, log_every=10, eval_every=20)
     config.optimizer.total_steps = 40
+    began = time.time()
     straight = supervised.run(config, tmp_path / "straight", log=lambda _: None)
+    wall_s = time.time() - began
 
     def stop_at_step_10(line: str) -> None:
         if line.startswith("step      10"):
@@ -207,6 +210,9 @@ def test_a_stopped_run_resumes_exactly_where_it_stopped(small_wthor, tmp_path):
     untimed = lambda records: [{k: v for k, v in r.items() if k not in ("examples_per_s", "minutes")}
                                for r in records]
     assert untimed(read("stopped")) == untimed(read("straight"))
+    # the run's clock (what max_minutes and the minutes schedule read) is wall time, however often it saved
+    minutes = [r["minutes"] for r in read("straight")]
+    assert minutes == sorted(minutes) and 60 * minutes[-1] <= wall_s
     _, a, _ = load_agent_variables(tmp_path / "straight")
     _, b, _ = load_agent_variables(tmp_path / "stopped")
     assert all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))

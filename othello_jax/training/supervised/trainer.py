@@ -347,6 +347,7 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
         params, batch_stats = restored["params"], restored["batch_stats"]
         metrics_log.truncate_after(progress.step)
         log(f"resumed {workdir} at step {progress.step} ({progress.trained_s / 60:.1f} minutes trained)")
+    trained_before_s = progress.trained_s  # earlier sessions' time: saves must not count this session's twice
     n_params = sum(x.size for x in jax.tree.leaves(params))
     log(f"network {net_config} ({n_params:,} parameters) on {game.size}x{game.size}; up to "
         f"{settings.total_steps} steps of {settings.batch_size}, split over {mesh.size} device(s)"
@@ -354,7 +355,7 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
 
     def trained() -> float:
         """Seconds trained over every session, this one up to now."""
-        return progress.trained_s + (time.time() - session_start)
+        return trained_before_s + (time.time() - session_start)
 
     def position(steps_done: int) -> float:
         """The minutes clock's schedule position: the share used of the budget left after the
