@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
+import os
 import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -241,15 +245,26 @@ def test_original_sampling_draws_rows_as_often_as_the_games_played_them(data):
     assert set(np.asarray(jnp.argmax(batch.policy, -1)).tolist()) <= set(np.asarray(rows.action).tolist())
 
 
-def test_the_shipped_wthor_cpu_reproduction_runs_shortened_by_overrides(small_wthor, tmp_path):
-    """supervised:wthor_cpu (Liskowski et al.'s random split, 6x64, a resumable 5-hour budget) on a
-    small WThor slice for a few steps: the split is the paper's and the held-out check runs."""
-    config = get_config("wthor_cpu")
-    config.data.wthor_dir, config.data.cache_dir = str(small_wthor), ""
-    config.update(total_steps=4, eval_every=4, log_every=2, eval_positions=300)
-    lines = []
-    result = supervised.run(config, tmp_path / "run", log=lines.append)
-    assert any("5% of the unique rows at random" in line for line in lines), lines[:3]
-    assert result["positions"] == 300 and 0 <= result["top1"] <= result["top3"] <= 1
-    network, _, _ = load_agent_variables(tmp_path / "run")
+def test_the_shipped_wthor_cpu_reproduction_runs_and_resumes_as_users_run_it(small_wthor, tmp_path):
+    """supervised:wthor_cpu (Liskowski et al.'s random split, 6x64, a resumable 5-hour budget) through
+    its script on a small WThor slice, on two CPU devices (a user's default on 2 cores): the split
+    is the paper's, the held-out check runs, and a finished run given more steps resumes from its
+    checkpoint (its restored rng key beside parameters replicated over both devices)."""
+    workdir = tmp_path / "run"
+    command = [sys.executable, "-m", "experiments.train_supervised", "--config=experiments/configs/supervised.py:wthor_cpu",
+               f"--workdir={workdir}", f"--config.data.wthor_dir={small_wthor}", "--config.data.cache_dir=",
+               "--config.eval_every=4", "--config.log_every=2", "--config.eval_positions=300"]
+    env = dict(os.environ, JAX_NUM_CPU_DEVICES="2")
+    root = Path(__file__).resolve().parents[1]
+    first = subprocess.run([*command, "--config.total_steps=4"], capture_output=True, text=True, env=env, cwd=root)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "5% of the unique rows at random" in first.stdout and "split over 2 device(s)" in first.stdout
+    again = subprocess.run([*command, "--config.total_steps=8"], capture_output=True, text=True, env=env, cwd=root)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"resumed {workdir} at step 4" in again.stdout
+    records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    evaluations = [r for r in records if "eval/top1" in r]
+    assert [r["step"] for r in evaluations] == [4, 8]
+    assert all(0 <= r["eval/top1"] <= r["eval/top3"] <= 1 for r in evaluations)
+    network, _, _ = load_agent_variables(workdir)
     assert (network.blocks, network.channels) == (6, 64)

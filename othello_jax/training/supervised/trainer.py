@@ -292,7 +292,9 @@ def resume_state(ckpts: checkpoint.Checkpoints, meta: dict, variables: dict, opt
     best = saved.get("best_score")
     progress = Progress(step, float(saved["trained_s"]), float(saved["schedule_offset_s"]),
                         -math.inf if best is None else float(best))
-    return progress, variables, train["opt_state"], train["rng"]
+    # the key comes back committed to the device it was saved from; the fresh one is uncommitted, so
+    # jit places it beside the replicated parameters of a run over several devices
+    return progress, variables, train["opt_state"], jnp.asarray(np.asarray(train["rng"]))
 
 
 def _console(record: dict) -> str:
