@@ -268,3 +268,24 @@ def test_the_shipped_wthor_cpu_reproduction_runs_and_resumes_as_users_run_it(sma
     assert all(0 <= r["eval/top1"] <= r["eval/top3"] <= 1 for r in evaluations)
     network, _, _ = load_agent_variables(workdir)
     assert (network.blocks, network.channels) == (6, 64)
+
+
+def test_the_gpu_script_trains_the_conv8_reproduction_and_exports_it_shortened_on_a_cpu(small_wthor, tmp_path):
+    """experiments/gpu_wthor.sh, kept ready for a lent GPU: on a small WThor slice and a narrow
+    Conv8+BN it builds the data, trains supervised:wthor_gpu, scores the held-out rows and leaves
+    a network file that plays."""
+    from othello_jax import pretrained
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, OUT=str(tmp_path), JAX_NUM_CPU_DEVICES="1", PYTHON=sys.executable)
+    done = subprocess.run(["bash", "experiments/gpu_wthor.sh", f"--config.data.wthor_dir={small_wthor}",
+                           "--config.network.channels=4", "--config.network.dtype=float32",
+                           "--config.total_steps=4", "--config.steps_per_call=2", "--config.batch_size=64"],
+                          capture_output=True, text=True, env=env, cwd=root)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
+    evaluations = [json.loads(line) for line in (tmp_path / "wthor_gpu" / "metrics.jsonl").read_text().splitlines()
+                   if "eval/top1" in line]
+    assert [r["step"] for r in evaluations] == [4]
+    config, _, size, _ = pretrained.load(tmp_path / "wthor_conv8bn.msgpack")
+    assert (config.tower, config.blocks, config.channels, size) == ("conv", 8, 4, 8)
+    assert not (tmp_path / "cache").exists() and "gpu_wthor: " in (tmp_path / "wthor_gpu.log").read_text()

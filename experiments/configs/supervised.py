@@ -13,7 +13,10 @@ trains in under an hour; ``:labels6`` learns 6x6 exact labels with the quickstar
 (``othello6_cpu``'s 4x32) for ``max_minutes`` on a CPU, its cosine learning rate running over
 that budget (``schedule_clock = "minutes"``), so any budget anneals; ``:test`` is a few steps
 for smoke tests; ``:wthor_cpu`` is the reproduction of Liskowski et al.'s move predictor on a
-2-core CPU (their random split, a 6x64 ResNet, a 5-hour budget a stopped run resumes).
+2-core CPU (their random split, a 6x64 ResNet, a 5-hour budget a stopped run resumes);
+``:wthor_gpu`` is their Conv8+BN on one GPU in 8 minutes (``experiments/gpu_wthor.sh``);
+``:expert8_cpu`` is the expert network 8x8 self-play can start from (``othello8_cpu``'s 4x32, 30
+minutes, perfect-endgame value targets).
 """
 
 from __future__ import annotations
@@ -62,6 +65,38 @@ def get_config(variant: str = "") -> ConfigDict:
         c.eval_every = 5_000
         c.eval_positions = 20_000
         c.checkpoint_minutes = 10.0
+    elif variant == "wthor_gpu":
+        # Liskowski et al.'s Conv8+BN on one GPU inside a device session (experiments/gpu_wthor.sh):
+        # their random split and widths, bfloat16, AdamW annealed over 8 minutes, every held-out row
+        c.data.split = "random"
+        c.network = network(tower="conv", blocks=8, channels=64, value_hidden=64, dtype="bfloat16")
+        c.batch_size = 1024
+        c.total_steps = 100_000_000  # no step limit: max_minutes ends the run
+        c.steps_per_call = 200
+        c.max_minutes = 8.0
+        c.schedule_clock = "minutes"
+        c.optimizer.update(learning_rate=2e-3, warmup_steps=200, total_steps=20_000, end_scale=0.02)
+        c.log_every = 2_000
+        c.eval_every = 0  # once, at the end
+        c.eval_positions = 0
+        c.checkpoint_minutes = 0.0
+        c.tensorboard = False
+    elif variant == "expert8_cpu":
+        # the expert start of 8x8 self-play (othello8_cpu's 4x32 network, so `othello-jax train
+        # --config=othello8_cpu --config.init_network=WORKDIR` starts from it): 30 CPU minutes on the
+        # games before 2015, value targets WThor's perfect-endgame results
+        c.network = network(blocks=4, channels=32, value_hidden=32)
+        c.data.value_target = "perfect_endgame"
+        c.batch_size = 256
+        c.total_steps = 100_000_000
+        c.steps_per_call = 1
+        c.max_minutes = 30.0
+        c.schedule_clock = "minutes"
+        c.optimizer.update(learning_rate=2e-3, warmup_steps=100, total_steps=10_000, end_scale=0.02)
+        c.log_every = 1_000
+        c.eval_every = 4_000
+        c.eval_positions = 20_000
+        c.checkpoint_minutes = 10.0
     elif variant == "labels6":
         c.data.labels = "labels/self.npz,labels/offdist.npz"  # `othello-jax make-labels` files; override
         c.network = network(blocks=4, channels=32, value_hidden=32)
@@ -88,6 +123,6 @@ def get_config(variant: str = "") -> ConfigDict:
         c.eval_every = 20
         c.eval_positions = 500
     elif variant:
-        raise ValueError(f"unknown supervised config variant {variant!r}; choose cpu, wthor_cpu, labels6 or test "
-                         "(or none)")
+        raise ValueError(f"unknown supervised config variant {variant!r}; choose cpu, wthor_cpu, wthor_gpu, "
+                         "expert8_cpu, labels6 or test (or none)")
     return c
