@@ -289,3 +289,13 @@ def test_the_gpu_script_trains_the_conv8_reproduction_and_exports_it_shortened_o
     config, _, size, _ = pretrained.load(tmp_path / "wthor_conv8bn.msgpack")
     assert (config.tower, config.blocks, config.channels, size) == ("conv", 8, 4, 8)
     assert not (tmp_path / "cache").exists() and "gpu_wthor: " in (tmp_path / "wthor_gpu.log").read_text()
+
+
+def test_the_expert_start_is_othello8_cpus_network_so_self_play_can_start_from_it():
+    """supervised:expert8_cpu trains exactly othello8_cpu's network (init_network refuses any other)."""
+    from experiments.configs import othello8_cpu
+    from othello_jax.training.settings.run_settings import network_config
+
+    expert_config = get_config("expert8_cpu")
+    assert network_config(expert_config) == network_config(othello8_cpu.get_config())
+    assert expert_config.data.value_target == "perfect_endgame" and expert_config.data.split == "year"
