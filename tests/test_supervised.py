@@ -125,6 +125,14 @@ def test_constant_policy_scores_the_first_legal_move_only(data):
     assert result["seen_in_train"]["positions"] + result["novel"]["positions"] == rows.size
     assert result["top1"] == pytest.approx(np.mean(first_legal == rows.action))
     assert result["top1"] < result["top3"] < 1
+    # by the number of legal moves (counted here with numpy): a forced move is always a hit
+    counts = legal[:, :-1].sum(-1)
+    by_legal = result["by_legal_moves"]
+    assert sum(r["positions"] for r in by_legal.values()) == rows.size
+    assert by_legal["1"]["positions"] == int((counts == 1).sum()) > 0 and by_legal["1"]["top1"] == 1.0
+    assert by_legal["2-3"]["positions"] == int(((counts >= 2) & (counts <= 3)).sum())
+    assert by_legal["2-3"]["top1"] == pytest.approx(np.mean((first_legal == rows.action)[(counts >= 2) & (counts <= 3)]))
+    assert "legal 15+" in move_prediction.format_report(result)
 
 
 def test_run_saves_a_checkpoint_that_agents_and_the_accuracy_command_read(small_wthor, data, tmp_path, capsys):
@@ -153,6 +161,15 @@ def test_run_saves_a_checkpoint_that_agents_and_the_accuracy_command_read(small_
                                   f"--cache-dir={tmp_path / 'cache'}", "--test-from-year=2020", "--positions=300"])
     out = capsys.readouterr().out
     assert code == 0 and "top-1" in out and "moves 40-59" in out and "300 (position, move) pairs" in out
+    assert "legal 2-3" in out and "games from 2020 on" in out
+
+    # Liskowski et al.'s split: the random 5% of the unique pairs that supervised:wthor_cpu holds out
+    code = accuracy_command.main([f"--checkpoint={tmp_path / 'run'}", f"--wthor={small_wthor}", "--cache-dir=",
+                                  "--split=random", "--json"])
+    reported = json.loads(capsys.readouterr().out)
+    random_test = expert.load_expert_data(small_wthor, split="random").test
+    assert code == 0 and reported["positions"] == random_test.size
+    assert sum(r["positions"] for r in reported["by_legal_moves"].values()) == random_test.size
 
 
 def test_accuracy_command_rejects_bad_input(tmp_path, small_wthor, capsys):

@@ -2,11 +2,14 @@
 
     othello-jax accuracy --checkpoint=runs/sl_cpu
     othello-jax accuracy --checkpoint=runs/o8/best --positions=50000 --json
+    othello-jax accuracy --checkpoint=runs/wthor_cpu --split=random     # Liskowski et al.'s split
 
 Held-out positions are the de-duplicated (position, move) pairs of the WThor games from
---test-from-year on (built once and cached). The network's prediction is its highest-scoring
-legal move; top-3 counts the expert move among its three best. Works for any 8x8 checkpoint
-(supervised or self-play, a training workdir, a .msgpack file, builtin:8x8).
+--test-from-year on (built once and cached), or with --split=random Liskowski et al.'s random 5%
+of those pairs (what supervised:wthor_cpu holds out). The network's prediction is its
+highest-scoring legal move; top-3 counts the expert move among its three best; the table also
+splits by game stage and by the number of legal moves. Works for any 8x8 checkpoint (supervised
+or self-play, a training workdir, a .msgpack file, builtin:8x8).
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
                              f"(default {DEFAULT_WTHOR}; env OTHELLO_JAX_WTHOR)")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE,
                         help=f"where the built dataset is cached (default {DEFAULT_CACHE}; '' to disable)")
+    parser.add_argument("--split", choices=("year", "random"), default="year",
+                        help="held out: the games from --test-from-year on (default), or a random 5%% of the "
+                             "unique (position, move) pairs as Liskowski et al. (supervised:wthor_cpu's)")
     parser.add_argument("--test-from-year", type=int, default=2015, help="held-out games: this year on (default 2015)")
     parser.add_argument("--positions", type=int, default=0,
                         help="evaluate a fixed random subset of this many positions (default 0 = all)")
@@ -65,12 +71,12 @@ def main(argv: list[str]) -> int:
     progress = None if args.json else _progress
     try:
         data = expert.load_expert_data(Path(args.wthor).expanduser(), args.test_from_year,
-                                       args.cache_dir or None, progress=progress)
+                                       args.cache_dir or None, progress=progress, split=args.split)
     except InputError as error:  # an unreadable WThor file
         return fail(str(error))
     rows = move_prediction.subsample(data.test, args.positions)
     if rows.size == 0:
-        return fail(f"no held-out games from {args.test_from_year} on in {args.wthor}")
+        return fail(f"no held-out positions in {args.wthor} ({held_out(args)})")
     net = make_network(size, network_config)
     print(compiling_then(f"ranking the expert moves of {rows.size} positions", "the network") + "...",
           file=sys.stderr, flush=True)
@@ -82,10 +88,15 @@ def main(argv: list[str]) -> int:
         return 0
     print(f"\r{' ' * 40}\r", end="", file=sys.stderr)
     print(f"{args.checkpoint}: {network_config}")
-    print(f"held-out WThor games from {args.test_from_year}: {rows.size} (position, move) pairs "
+    print(f"held-out WThor positions ({held_out(args)}): {rows.size} (position, move) pairs "
           f"evaluated in {time.time() - started:.0f}s")
     print(move_prediction.format_report(result))
     return 0
+
+
+def held_out(args: argparse.Namespace) -> str:
+    """Which positions are held out, in words."""
+    return f"games from {args.test_from_year} on" if args.split == "year" else "a random 5% of the unique pairs"
 
 
 def _progress(done: int, total: int) -> None:

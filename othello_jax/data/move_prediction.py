@@ -1,4 +1,5 @@
-"""Move-prediction accuracy of any policy on expert positions, overall and by game stage.
+"""Move-prediction accuracy of any policy on expert positions, overall, by game stage and by the
+number of legal moves (Liskowski et al.'s Fig. 3 factors).
 
 A prediction is the highest-scoring *legal* move (illegal logits are ignored, so networks
 trained with masked losses are judged fairly). Top-k counts a row as a hit when the expert's
@@ -23,6 +24,8 @@ from othello_jax.game import Othello
 PolicyFn = Callable[[Any, jax.Array], jax.Array]
 DEFAULT_STAGES: tuple[tuple[int, int], ...] = ((0, 19), (20, 39), (40, 59))
 TOP_K = (1, 3)
+# legal moves in the position, grouped (a forced move is always predicted; the most seen is 33)
+LEGAL_MOVE_BINS: tuple[tuple[int, int], ...] = ((1, 1), (2, 3), (4, 5), (6, 7), (8, 9), (10, 11), (12, 14), (15, 60))
 
 
 def target_rank(logits: jax.Array, legal: jax.Array, action: jax.Array) -> jax.Array:
@@ -57,6 +60,20 @@ def _network_logits(net, variables: Any, obs: jax.Array) -> jax.Array:
     return net.apply(variables, obs, train=False)[0]
 
 
+@functools.partial(jax.jit, static_argnums=1)
+def _legal_counts(rows: ExpertPositions, game: Othello) -> jax.Array:
+    return jnp.sum(game.legal_moves(to_state(rows, game))[..., :-1], axis=-1).astype(jnp.int32)
+
+
+def legal_move_counts(rows: ExpertPositions, batch_size: int = 65_536) -> np.ndarray:
+    """The number of legal moves (placements) in every row's position, in fixed-size batches."""
+    game, out = Othello(8), []
+    for start in range(0, rows.size, batch_size):
+        index = np.arange(start, start + batch_size) % max(rows.size, 1)
+        out.append(np.asarray(_legal_counts(take(rows, index), game))[: min(batch_size, rows.size - start)])
+    return np.concatenate(out) if out else np.zeros(0, np.int32)
+
+
 def ranks(policy_fn: PolicyFn, variables: Any, rows: ExpertPositions, batch_size: int = 4096,
           progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """Rank of the expert move for every row, evaluated in fixed-size batches.
@@ -77,10 +94,11 @@ def ranks(policy_fn: PolicyFn, variables: Any, rows: ExpertPositions, batch_size
 
 def summarize(rank: np.ndarray, rows: ExpertPositions,
               stages: Sequence[tuple[int, int]] = DEFAULT_STAGES) -> dict:
-    """Top-k accuracies overall, by stage (moves played before the position), and split into
-    positions also seen in training vs novel ones."""
+    """Top-k accuracies overall, by stage (moves played before the position), by the number of
+    legal moves, and split into positions also seen in training vs novel ones."""
     rank = np.asarray(rank)
     moves_played = np.asarray(stage(rows))
+    legal = legal_move_counts(rows)
 
     def scores(mask: np.ndarray) -> dict:
         n = int(mask.sum())
@@ -93,6 +111,8 @@ def summarize(rank: np.ndarray, rows: ExpertPositions,
     return {
         **scores(everything),
         "by_stage": {f"{lo}-{hi}": scores((moves_played >= lo) & (moves_played <= hi)) for lo, hi in stages},
+        "by_legal_moves": {(f"{lo}" if lo == hi else f"{lo}-{hi}" if hi < 60 else f"{lo}+"):
+                           scores((legal >= lo) & (legal <= hi)) for lo, hi in LEGAL_MOVE_BINS},
         "seen_in_train": scores(np.asarray(rows.in_train)),
         "novel": scores(~np.asarray(rows.in_train)),
     }
@@ -117,6 +137,8 @@ def format_report(result: dict) -> str:
     line("all", result)
     for name, r in result["by_stage"].items():
         line(f"moves {name}", r)
+    for name, r in result.get("by_legal_moves", {}).items():
+        line(f"legal {name}", r)
     line("seen in train", result["seen_in_train"])
     line("novel", result["novel"])
     return "\n".join(lines)
