@@ -331,3 +331,25 @@ def test_the_reproduction_script_counts_a_small_database_and_names_the_papers_fi
     out = capsys.readouterr().out
     assert "| Unique-S rows | 39,019,056 |" in out and "| perfect classifier on Unique | 97.49% |" in out
     assert wthor_reproduction.main(["--wthor", str(tmp_path / "missing")]) == 2
+
+
+def test_the_reproduction_script_scores_networks_on_both_held_out_sets_beside_the_papers(shared_data, tmp_path, capsys):
+    import shutil
+
+    from experiments import wthor_reproduction
+
+    for name in ("WTH_1980.wtb", "WTH_2020.wtb", "WTHOR.JOU", "WTHOR.TRN"):
+        shutil.copy(shared_data / "wthor" / name, tmp_path / name)
+    argv = ["--wthor", str(tmp_path), "--skip-counts", "--cache-dir=", "--network", "zero=builtin:8x8"]
+    assert wthor_reproduction.main(argv + ["--json"]) == 0
+    results = json.loads(capsys.readouterr().out)
+    sizes = {split: expert.load_expert_data(tmp_path, split=split).test.size for split in ("random", "year")}
+    assert [(r["network"], r["split"], r["positions"]) for r in results] == [("zero", s, n) for s, n in sizes.items()]
+    for r in results:
+        assert 0.2 < r["top1"] < r["top3"] < 1  # the self-play network predicts experts far above chance
+        assert sum(b["positions"] for b in r["by_legal_moves"].values()) == r["positions"]
+    assert wthor_reproduction.main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"| zero | random 5% (theirs) | {sizes['random']:,} | {results[0]['top1']:.1%} |" in out
+    assert "| Conv8+BN (Liskowski et al.) | random 5% of Unique-S | | 62.7% |" in out and "| 1 legal |" in out
+    assert wthor_reproduction.main(argv[:-1] + ["zero=missing/run"]) == 2
