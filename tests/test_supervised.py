@@ -316,3 +316,22 @@ def test_the_expert_start_is_othello8_cpus_network_so_self_play_can_start_from_i
     expert_config = get_config("expert8_cpu")
     assert network_config(expert_config) == network_config(othello8_cpu.get_config())
     assert expert_config.data.value_target == "perfect_endgame" and expert_config.data.split == "year"
+
+
+def test_the_two_recipes_differ_only_in_their_optimizer_and_penalty(small_wthor, tmp_path):
+    """supervised:recipe_sgd (Liskowski et al.'s) and :recipe_adamw (the project's): same network,
+    split, batch and steps; SGD's rate is 0.1 halved 12 times over the run; both train."""
+    from experiments.configs.supervised import RECIPE_STEPS
+    from othello_jax.training.compiled.optimizers import learning_rate_schedule
+
+    sgd, adamw = get_config("recipe_sgd"), get_config("recipe_adamw")
+    differ = {k for k in sgd.keys() if sgd[k] != adamw[k]}
+    assert differ == {"optimizer", "loss"} and sgd.loss.l2 == 5e-4 and adamw.loss.l2 == 0.0
+    rate = learning_rate_schedule(supervised.check_config(sgd).optimizer)
+    assert float(rate(0)) == pytest.approx(0.1) and float(rate(RECIPE_STEPS // 2)) == pytest.approx(0.1 / 2 ** 6)
+    assert float(rate(RECIPE_STEPS)) == pytest.approx(0.1 / 2 ** 12)
+    for name, config in (("sgd", sgd), ("adamw", adamw)):
+        config.data.wthor_dir, config.data.cache_dir = str(small_wthor), ""
+        config.update(total_steps=4, eval_every=4, log_every=2, eval_positions=300)
+        result = supervised.run(config, tmp_path / name, log=lambda _: None)
+        assert 0 <= result["top1"] <= result["top3"] <= 1

@@ -16,7 +16,9 @@ for smoke tests; ``:wthor_cpu`` is the reproduction of Liskowski et al.'s move p
 2-core CPU (their random split, a 6x64 ResNet, a 5-hour budget a stopped run resumes);
 ``:wthor_gpu`` is their Conv8+BN on one GPU in 8 minutes (``experiments/gpu_wthor.sh``);
 ``:expert8_cpu`` is the expert network 8x8 self-play can start from (``othello8_cpu``'s 4x32, 30
-minutes, perfect-endgame value targets).
+minutes, perfect-endgame value targets); ``:recipe_sgd`` and ``:recipe_adamw`` are Liskowski et
+al.'s recipe (SGD, momentum 0.95, rate 0.1 halved 12 times, L2 5e-4) and the project's (AdamW,
+cosine) at equal steps on the same network and split.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ def network(preset: str = "", **values) -> ConfigDict:
     """The ``network`` section (:func:`~othello_jax.training.settings.defaults.network_section`): a preset,
     then any field set (> 0 or non-empty) overrides it."""
     return network_section(preset, without=SUPERVISED_WITHOUT, **values)
+
+
+RECIPES = ("recipe_sgd", "recipe_adamw")
+RECIPE_STEPS = 10_000
 
 
 def get_config(variant: str = "") -> ConfigDict:
@@ -97,6 +103,29 @@ def get_config(variant: str = "") -> ConfigDict:
         c.eval_every = 4_000
         c.eval_positions = 20_000
         c.checkpoint_minutes = 10.0
+    elif variant in RECIPES:
+        # Liskowski et al.'s training recipe against the project's at equal steps (issue 55): the
+        # expert start's 4x32 network on their random split, 10,000 steps of 256 either way
+        c.data.split = "random"
+        c.network = network(blocks=4, channels=32, value_hidden=32)
+        c.batch_size = 256
+        c.total_steps = RECIPE_STEPS
+        c.steps_per_call = 1
+        c.log_every = 500
+        c.eval_every = 2_500
+        c.eval_positions = 20_000
+        c.checkpoint_minutes = 10.0
+        if variant == "recipe_sgd":  # SGD, momentum 0.95, rate 0.1 halved twice per epoch, L2 5e-4: their
+            # 6 epochs' 12 halvings spread over the run's steps
+            c.loss.l2 = 5e-4
+            halvings = 12
+            c.optimizer.update(name="sgd", learning_rate=0.1, momentum=0.95, nesterov=False, weight_decay=0.0,
+                               grad_clip=0.0, schedule="steps", warmup_steps=0, total_steps=RECIPE_STEPS,
+                               boundaries=tuple(RECIPE_STEPS * k // (halvings + 1) for k in range(1, halvings + 1)),
+                               scales=(0.5,) * halvings)
+        else:  # the project's: AdamW, cosine to 2% after a 1% warmup
+            c.optimizer.update(learning_rate=2e-3, warmup_steps=RECIPE_STEPS // 100, total_steps=RECIPE_STEPS,
+                               end_scale=0.02)
     elif variant == "labels6":
         c.data.labels = "labels/self.npz,labels/offdist.npz"  # `othello-jax make-labels` files; override
         c.network = network(blocks=4, channels=32, value_hidden=32)
@@ -124,5 +153,5 @@ def get_config(variant: str = "") -> ConfigDict:
         c.eval_positions = 500
     elif variant:
         raise ValueError(f"unknown supervised config variant {variant!r}; choose cpu, wthor_cpu, wthor_gpu, "
-                         "expert8_cpu, labels6 or test (or none)")
+                         "expert8_cpu, recipe_sgd, recipe_adamw, labels6 or test (or none)")
     return c
