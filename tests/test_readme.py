@@ -67,6 +67,13 @@ COMMANDS: dict[str, str] = {
     # a GUI's GTP conversation with `engine --protocol=gtp` serving builtin:6x6
     "othello-jax engine --protocol=gtp --checkpoint=builtin:8x8":
         "tests/test_entry_points.py::test_engine_serves_a_network_over_gtp",
+    # the expert start on a small WThor slice, each step shortened by overrides
+    "python -m experiments.train_supervised --config=experiments/configs/supervised.py:expert8_cpu "
+    "--workdir=runs/expert8": "tests/test_supervised.py::test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play",
+    "othello-jax accuracy --checkpoint=runs/expert8":
+        "tests/test_supervised.py::test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play",
+    "othello-jax train --config=othello8_cpu --workdir=runs/o8_expert --config.init_network=runs/expert8":
+        "tests/test_supervised.py::test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play",
 }
 # README command -> why no test runs it (the README names the same on the command's line)
 ELSEWHERE: dict[str, str] = {

@@ -335,3 +335,31 @@ def test_the_two_recipes_differ_only_in_their_optimizer_and_penalty(small_wthor,
         config.update(total_steps=4, eval_every=4, log_every=2, eval_positions=300)
         result = supervised.run(config, tmp_path / name, log=lambda _: None)
         assert 0 <= result["top1"] <= result["top3"] <= 1
+
+
+def test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play(small_wthor, tmp_path):
+    """The README's three expert-games commands as a user runs them, shortened by overrides: the
+    expert network (supervised:expert8_cpu), its accuracy, and othello8_cpu starting from it
+    (one iteration; the first self-play games are the expert network's)."""
+    root = Path(__file__).resolve().parents[1]
+    tool = str(Path(sys.executable).parent / "othello-jax")
+    env = dict(os.environ, JAX_NUM_CPU_DEVICES="2")
+    expert_dir, selfplay_dir = tmp_path / "expert8", tmp_path / "o8_expert"
+
+    def run(command: list[str]) -> str:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=root)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        return done.stdout
+
+    run([sys.executable, "-m", "experiments.train_supervised", "--config=experiments/configs/supervised.py:expert8_cpu",
+         f"--workdir={expert_dir}", f"--config.data.wthor_dir={small_wthor}", "--config.data.cache_dir=",
+         "--config.total_steps=4", "--config.eval_every=4", "--config.eval_positions=300"])
+    out = run([tool, "accuracy", f"--checkpoint={expert_dir}", f"--wthor={small_wthor}", "--cache-dir=",
+               "--test-from-year=2020", "--positions=300"])
+    assert "300 (position, move) pairs" in out and "top-1" in out
+    out = run([tool, "train", "--config=othello8_cpu", f"--workdir={selfplay_dir}", f"--config.init_network={expert_dir}",
+               "--config.iterations=1", "--config.selfplay.num_games=8", "--config.search.num_simulations=2",
+               "--config.search.max_num_considered_actions=2", "--config.train.batch_size=64",
+               "--config.train.steps_per_iteration=1", "--config.eval.every=0"])
+    assert f"starting from the network in {expert_dir} (init_network)" in out, out[-2000:]
+    assert len((selfplay_dir / "metrics.jsonl").read_text().splitlines()) == 1
