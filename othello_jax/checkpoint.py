@@ -65,7 +65,8 @@ def _network_fields(network: dict | NetworkConfig | None) -> dict:
 
 def format_version(network: dict | NetworkConfig | None) -> int:
     """The checkpoint format a network needs: ``AUX_FORMAT_VERSION`` when it uses an option that
-    older code cannot read (WDL/score/ownership head, global pooling, a margin value, the conv tower), else ``FORMAT_VERSION``."""
+    older code cannot read (WDL/score/ownership head, global pooling, a margin value, the conv
+    tower), else ``FORMAT_VERSION``."""
     fields = _network_fields(network)
     defaults = {f.name: f.default for f in dataclasses.fields(NetworkConfig)}
     options = ("value_head", "score_head", "ownership_head", "global_pool", "value_margin", "tower")

@@ -197,7 +197,8 @@ class AlphaZeroNet(nn.Module):
             for _ in range(self.config.blocks):
                 x = ResidualBlock(c, dtype, self.config.global_pool)(x, train)
             p = nn.Conv(POLICY_CHANNELS, (1, 1), use_bias=False, dtype=dtype)(x)
-            p = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(p)).reshape(batch + (-1,))
+            p = nn.relu(nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=dtype)(p))
+            p = p.reshape(batch + (-1,))
         logits = nn.Dense(self.num_actions, dtype=dtype)(p)
 
         v = nn.Conv(VALUE_CHANNELS, (1, 1), use_bias=False, dtype=dtype)(x)

@@ -69,7 +69,8 @@ COMMANDS: dict[str, str] = {
         "tests/test_entry_points.py::test_engine_serves_a_network_over_gtp",
     # the expert start on a small WThor slice, each step shortened by overrides
     "python -m experiments.train_supervised --config=experiments/configs/supervised.py:expert8_cpu "
-    "--workdir=runs/expert8": "tests/test_supervised.py::test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play",
+    "--workdir=runs/expert8":
+        "tests/test_supervised.py::test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play",
     "othello-jax accuracy --checkpoint=runs/expert8":
         "tests/test_supervised.py::test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play",
     "othello-jax train --config=othello8_cpu --workdir=runs/o8_expert --config.init_network=runs/expert8":

@@ -131,7 +131,8 @@ def test_constant_policy_scores_the_first_legal_move_only(data):
     assert sum(r["positions"] for r in by_legal.values()) == rows.size
     assert by_legal["1"]["positions"] == int((counts == 1).sum()) > 0 and by_legal["1"]["top1"] == 1.0
     assert by_legal["2-3"]["positions"] == int(((counts >= 2) & (counts <= 3)).sum())
-    assert by_legal["2-3"]["top1"] == pytest.approx(np.mean((first_legal == rows.action)[(counts >= 2) & (counts <= 3)]))
+    two_or_three = (counts >= 2) & (counts <= 3)
+    assert by_legal["2-3"]["top1"] == pytest.approx(np.mean((first_legal == rows.action)[two_or_three]))
     assert "legal 15+" in move_prediction.format_report(result)
 
 
@@ -268,7 +269,8 @@ def test_the_shipped_wthor_cpu_reproduction_runs_and_resumes_as_users_run_it(sma
     is the paper's, the held-out check runs, and a finished run given more steps resumes from its
     checkpoint (its restored rng key beside parameters replicated over both devices)."""
     workdir = tmp_path / "run"
-    command = [sys.executable, "-m", "experiments.train_supervised", "--config=experiments/configs/supervised.py:wthor_cpu",
+    command = [sys.executable, "-m", "experiments.train_supervised",
+               "--config=experiments/configs/supervised.py:wthor_cpu",
                f"--workdir={workdir}", f"--config.data.wthor_dir={small_wthor}", "--config.data.cache_dir=",
                "--config.eval_every=4", "--config.log_every=2", "--config.eval_positions=300"]
     env = dict(os.environ, JAX_NUM_CPU_DEVICES="2")
@@ -357,7 +359,8 @@ def test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play(small_w
     out = run([tool, "accuracy", f"--checkpoint={expert_dir}", f"--wthor={small_wthor}", "--cache-dir=",
                "--test-from-year=2020", "--positions=300"])
     assert "300 (position, move) pairs" in out and "top-1" in out
-    out = run([tool, "train", "--config=othello8_cpu", f"--workdir={selfplay_dir}", f"--config.init_network={expert_dir}",
+    out = run([tool, "train", "--config=othello8_cpu", f"--workdir={selfplay_dir}",
+               f"--config.init_network={expert_dir}",
                "--config.iterations=1", "--config.selfplay.num_games=8", "--config.search.num_simulations=2",
                "--config.search.max_num_considered_actions=2", "--config.train.batch_size=64",
                "--config.train.steps_per_iteration=1", "--config.eval.every=0"])
