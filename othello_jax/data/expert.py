@@ -192,7 +192,7 @@ def _collect(games: wthor.Games, progress: Callable[[int, int], None] | None, ga
         sign = np.where(pos.color[g, t] == 0, 1.0, -1.0).astype(np.float32)
         result = black_result[g + offset]
         if value_target == "perfect_endgame":  # games reaching 24 empties: their theoretical result up to there
-            reaches = out.valid[:, theory_move] if out.valid.shape[1] > theory_move else np.zeros(len(out.valid), bool)
+            reaches = np.asarray(out.valid)[:, theory_move]  # WThor records hold 60 move slots
             result = np.where(reaches[g] & (t <= theory_move), black_theory[g + offset], result)
         columns["value"].append(result * sign)
 
