@@ -15,8 +15,8 @@ Each finished cell is appended to ``--cells`` (one JSON line: players, specs, ga
 its 95% interval, scores as black and as white), so a stopped table resumes where it stopped
 (cells already there with the same specs and games are not played again) and the table is
 re-printed from the file. Players and opponents are agent specs (``othello-jax eval --help``);
-a cell's openings depend on ``--seed`` and the opponent's column only, so every row meets the
-same openings.
+a cell's openings depend on ``--seed`` and the opponent's spec only, so every row of a column
+meets the same openings.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import argparse
 import json
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import jax
@@ -36,17 +37,18 @@ from othello_jax.game import Othello
 
 
 def labelled(text: str) -> tuple[str, str]:
-    """``LABEL=SPEC`` -> ``(label, spec)``."""
-    label, eq, spec = text.partition("=")
-    if not eq or not label.strip() or not spec.strip():
-        raise argparse.ArgumentTypeError(f"want LABEL=SPEC, got {text!r}")
-    return label.strip(), spec.strip()
+    """``LABEL=VALUE`` (an agent spec, a checkpoint) -> ``(label, value)``, for argparse."""
+    label, eq, value = text.partition("=")
+    if not eq or not label.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"want LABEL=VALUE, got {text!r}")
+    return label.strip(), value.strip()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--player", type=labelled, action="append", required=True, help="a row: LABEL=SPEC")
-    parser.add_argument("--opponent", type=labelled, action="append", required=True, help="a column: LABEL=SPEC")
+    parser.add_argument("--player", type=labelled, action="append", required=True, metavar="LABEL=SPEC", help="a row")
+    parser.add_argument("--opponent", type=labelled, action="append", required=True, metavar="LABEL=SPEC",
+                        help="a column")
     parser.add_argument("--games", type=int, default=200, help="games per cell, even (default 200)")
     parser.add_argument("--openings", default=None, help="file of opening lines (XOT); default: near-even "
                                                          "random openings")
@@ -69,9 +71,11 @@ def read_cells(path: Path) -> dict[tuple, dict]:
     return {cell_key(r): r for r in records}
 
 
-def play_cell(game: Othello, player, opponent, games: int, openings: str | None, seed: int, column: int,
+def play_cell(game: Othello, player, opponent, games: int, openings: str | None, seed: int, opponent_spec: str,
               batch: int) -> arena.MatchSummary:
-    """One match; its openings depend on the seed and the column, so every row plays the same ones."""
+    """One match; its openings depend on the seed and the opponent's spec only, so every row of a
+    column meets the same ones, whatever the columns' order or number."""
+    column = zlib.crc32(opponent_spec.encode()) & 0x7FFFFFFF
     open_key, play_key = jax.random.split(jax.random.fold_in(jax.random.key(seed), column))
     lines = arena.match_openings(game, games, open_key, openings)
     return arena.play_match(game, player, opponent, lines, play_key, batch_size=batch or None).summary()
@@ -107,14 +111,14 @@ def main(argv: list[str] | None = None) -> int:
         return built[spec]
 
     try:
-        for column, (opponent_label, opponent_spec) in enumerate(args.opponent):
+        for opponent_label, opponent_spec in args.opponent:
             for player_label, player_spec in args.player:
                 key = (player_spec, opponent_spec, args.games, args.openings or "", args.seed)
                 if key in cells:
                     continue
                 begin = time.perf_counter()
                 summary = play_cell(game, agent(player_spec), agent(opponent_spec), args.games, args.openings,
-                                    args.seed, column, args.batch)
+                                    args.seed, opponent_spec, args.batch)
                 record = dict(player=player_label, opponent=opponent_label, player_spec=player_spec,
                               opponent_spec=opponent_spec, games=args.games, openings=args.openings or "",
                               seed=args.seed, score=summary.score, score_ci=summary.score_ci,

@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from experiments.strength_table import labelled
 from othello_jax.data import expert, wthor
 
 # Liskowski et al., "Learning to Play Othello with Deep Neural Networks", section V-A
@@ -65,17 +66,19 @@ def accuracies(networks: list[tuple[str, str]], wthor_dir: str, cache_dir: str |
     from othello_jax.data import move_prediction
     from othello_jax.model import make_network
 
+    loaded = []
+    for label, reference in networks:
+        config, variables, size = load_agent_variables(reference)
+        if size != 8:
+            raise ValueError(f"{reference} is a {size}x{size} network; expert games are 8x8")
+        loaded.append((label, reference, config, variables))
     out = []
     for split in SPLITS:
         rows = move_prediction.subsample(expert.load_expert_data(wthor_dir, cache_dir=cache_dir, split=split).test,
                                          positions)
-        for label, reference in networks:
-            config, variables, size = load_agent_variables(reference)
-            if size != 8:
-                raise ValueError(f"{reference} is a {size}x{size} network; expert games are 8x8")
-            rank = move_prediction.ranks(move_prediction.network_policy(make_network(8, config)), variables, rows)
+        for label, reference, config, variables in loaded:
             out.append({"network": label, "checkpoint": reference, "split": split, "parameters": str(config),
-                        **move_prediction.summarize(rank, rows)})
+                        **move_prediction.score_network(make_network(8, config), variables, rows)})
     return out
 
 
@@ -99,18 +102,11 @@ def accuracy_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def labelled(text: str) -> tuple[str, str]:
-    label, eq, reference = text.partition("=")
-    if not eq or not label or not reference:
-        raise argparse.ArgumentTypeError(f"want LABEL=CHECKPOINT, got {text!r}")
-    return label, reference
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wthor", default="../shared/data/wthor", help="a directory of WTH_YYYY.wtb files")
     parser.add_argument("--json", action="store_true", help="print the counts as JSON")
-    parser.add_argument("--network", type=labelled, action="append", default=[],
+    parser.add_argument("--network", type=labelled, action="append", default=[], metavar="LABEL=CHECKPOINT",
                         help="LABEL=CHECKPOINT: also score this network on both held-out sets")
     parser.add_argument("--skip-counts", action="store_true", help="only the networks' table")
     parser.add_argument("--positions", type=int, default=0, help="networks: a random subset of each held-out "
@@ -120,13 +116,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     try:
+        record = {}
         if not args.skip_counts:
-            ours = count(args.wthor)
-            print(json.dumps(ours) if args.json else table(ours), flush=True)
+            record["counts"] = count(args.wthor)
+            if not args.json:
+                print(table(record["counts"]), flush=True)
         if args.network:
             cache = str(Path(args.cache_dir).expanduser()) if args.cache_dir else None
-            results = accuracies(args.network, args.wthor, cache, args.positions)
-            print(json.dumps(results) if args.json else "\n" + accuracy_table(results))
+            record["networks"] = accuracies(args.network, args.wthor, cache, args.positions)
+            if not args.json:
+                print("\n" + accuracy_table(record["networks"]))
+        if args.json:
+            print(json.dumps(record))
     except (OSError, ValueError, wthor.WthorError) as error:  # InputError is a ValueError
         print(f"wthor_reproduction: {error}", file=sys.stderr)
         return 2

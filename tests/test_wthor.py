@@ -210,7 +210,7 @@ def test_value_target_is_the_result_for_the_mover(database):
     np.testing.assert_array_equal(rows.value, np.where(stage % 2 == 0, black_result, -black_result))
 
 
-def test_perfect_endgame_values_are_wthors_theoretical_results_up_to_24_empties(database):
+def test_perfect_endgame_values_are_wthors_theoretical_results_up_to_24_empties(database, shared_data, tmp_path):
     """Games without passes whose theoretical result differs from the played one: up to the position
     at 24 empties the value is the theoretical result for the mover, after it the played one; and
     the exact solver agrees with WThor's theoretical result at that position (an independent check
@@ -240,6 +240,13 @@ def test_perfect_endgame_values_are_wthors_theoretical_results_up_to_24_empties(
     assert "value_target" not in default.info  # caches and runs made before the option still match
     with pytest.raises(ValueError, match="unknown value target"):
         expert.build_expert_data(_subset(games, [0]), value_target="exact")
+    # a database whose theoretical scores were computed at another depth is refused in one line
+    data = bytearray((shared_data / "wthor" / "WTH_1980.wtb").read_bytes())
+    data[14] = 22  # the header's depth byte
+    (tmp_path / "WTH_1980.wtb").write_bytes(bytes(data))
+    with pytest.raises(wthor.WthorError, match=r"WTH_1980.wtb: theoretical scores computed at 22 empties, not 24"):
+        expert.load_expert_data(tmp_path, value_target="perfect_endgame")
+    assert wthor.theory_depths(tmp_path) == {"WTH_1980.wtb": 22}
 
 
 def test_mark_seen_and_deduplicate_on_small_arrays():
@@ -323,7 +330,7 @@ def test_the_reproduction_script_counts_a_small_database_and_names_the_papers_fi
     for name in ("WTH_1980.wtb", "WTH_1981.wtb", "WTHOR.JOU", "WTHOR.TRN"):
         shutil.copy(shared_data / "wthor" / name, tmp_path / name)
     assert wthor_reproduction.main(["--wthor", str(tmp_path), "--json"]) == 0
-    ours = json.loads(capsys.readouterr().out)
+    ours = json.loads(capsys.readouterr().out)["counts"]
     assert ours["original"] > ours["unique"] > ours["positions"] > 0
     assert ours["unique"] < ours["unique_s"] <= 8 * ours["unique"]
     assert 0.5 < ours["ceiling_original"] < 1 and 0.5 < ours["ceiling_unique"] < 1
@@ -342,7 +349,7 @@ def test_the_reproduction_script_scores_networks_on_both_held_out_sets_beside_th
         shutil.copy(shared_data / "wthor" / name, tmp_path / name)
     argv = ["--wthor", str(tmp_path), "--skip-counts", "--cache-dir=", "--network", "zero=builtin:8x8"]
     assert wthor_reproduction.main(argv + ["--json"]) == 0
-    results = json.loads(capsys.readouterr().out)
+    results = json.loads(capsys.readouterr().out)["networks"]
     sizes = {split: expert.load_expert_data(tmp_path, split=split).test.size for split in ("random", "year")}
     assert [(r["network"], r["split"], r["positions"]) for r in results] == [("zero", s, n) for s, n in sizes.items()]
     for r in results:

@@ -6,7 +6,7 @@
 
 Held-out positions are the de-duplicated (position, move) pairs of the WThor games from
 --test-from-year on (built once and cached), or with --split=random Liskowski et al.'s random 5%
-of those pairs (what supervised:wthor_cpu holds out). The network's prediction is its
+of every game's unique pairs (what supervised:wthor_cpu holds out). The network's prediction is its
 highest-scoring legal move; top-3 counts the expert move among its three best; the table also
 splits by game stage and by the number of legal moves. Works for any 8x8 checkpoint (supervised
 or self-play, a training workdir, a .msgpack file, builtin:8x8).
@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f"(default {DEFAULT_WTHOR}; env OTHELLO_JAX_WTHOR)")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE,
                         help=f"where the built dataset is cached (default {DEFAULT_CACHE}; '' to disable)")
-    parser.add_argument("--split", choices=("year", "random"), default="year",
+    parser.add_argument("--split", choices=("year", "random"), default="year",  # expert.SPLITS; --help imports no jax
                         help="held out: the games from --test-from-year on (default), or a random 5%% of the "
                              "unique (position, move) pairs as Liskowski et al. (supervised:wthor_cpu's)")
     parser.add_argument("--test-from-year", type=int, default=2015, help="held-out games: this year on (default 2015)")
@@ -77,12 +77,11 @@ def main(argv: list[str]) -> int:
     rows = move_prediction.subsample(data.test, args.positions)
     if rows.size == 0:
         return fail(f"no held-out positions in {args.wthor} ({held_out(args)})")
-    net = make_network(size, network_config)
     print(compiling_then(f"ranking the expert moves of {rows.size} positions", "the network") + "...",
           file=sys.stderr, flush=True)
     started = time.time()
-    rank = move_prediction.ranks(move_prediction.network_policy(net), variables, rows, args.batch_size, progress)
-    result = move_prediction.summarize(rank, rows)
+    net = make_network(size, network_config)
+    result = move_prediction.score_network(net, variables, rows, args.batch_size, progress)
     if args.json:
         print_json({"checkpoint": args.checkpoint, "network": str(network_config), **result})
         return 0

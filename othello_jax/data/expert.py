@@ -318,6 +318,12 @@ def load_expert_data(wthor_dir: str | os.PathLike, test_from_year: int = DEFAULT
     """Build the expert data from a WThor directory (split by year or at random, see
     :func:`build_expert_data`), or read it from ``cache_dir`` if cached."""
     directory = Path(wthor_dir)
+    if value_target == "perfect_endgame":
+        other = {name: depth for name, depth in wthor.theory_depths(directory).items() if depth != THEORY_EMPTIES}
+        if other:
+            name, depth = next(iter(other.items()))
+            raise wthor.WthorError(f"{directory / name}: theoretical scores computed at {depth} empties, not "
+                                   f"{THEORY_EMPTIES}; value_target=perfect_endgame needs {THEORY_EMPTIES}")
     cache = None
     if cache_dir is not None:
         name = _fingerprint(directory, test_from_year, split, test_share, value_target)

@@ -65,13 +65,22 @@ def _legal_counts(rows: ExpertPositions, game: Othello) -> jax.Array:
     return jnp.sum(game.legal_moves(to_state(rows, game))[..., :-1], axis=-1).astype(jnp.int32)
 
 
-def legal_move_counts(rows: ExpertPositions, batch_size: int = 65_536) -> np.ndarray:
-    """The number of legal moves (placements) in every row's position, in fixed-size batches."""
-    game, out = Othello(8), []
+def in_batches(fn: Callable[[ExpertPositions], jax.Array], rows: ExpertPositions, batch_size: int,
+               progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """``fn`` over ``rows`` in fixed-size batches (the last one padded by wrapping, so every batch
+    shares one compiled program), the outputs joined as one int32 array."""
+    out = []
     for start in range(0, rows.size, batch_size):
         index = np.arange(start, start + batch_size) % max(rows.size, 1)
-        out.append(np.asarray(_legal_counts(take(rows, index), game))[: min(batch_size, rows.size - start)])
+        out.append(np.asarray(fn(take(rows, index)))[: min(batch_size, rows.size - start)])
+        if progress is not None:
+            progress(min(start + batch_size, rows.size), rows.size)
     return np.concatenate(out) if out else np.zeros(0, np.int32)
+
+
+def legal_move_counts(rows: ExpertPositions, batch_size: int = 16_384) -> np.ndarray:
+    """The number of legal moves (placements) in every row's position."""
+    return in_batches(functools.partial(_legal_counts, game=Othello(8)), rows, batch_size)
 
 
 def ranks(policy_fn: PolicyFn, variables: Any, rows: ExpertPositions, batch_size: int = 4096,
@@ -82,23 +91,17 @@ def ranks(policy_fn: PolicyFn, variables: Any, rows: ExpertPositions, batch_size
     new set of weights reuses the compiled code.
     """
     game = Othello(8)
-    out = []
-    for start in range(0, rows.size, batch_size):
-        index = np.arange(start, start + batch_size) % max(rows.size, 1)  # pad by wrapping
-        batch = take(rows, index)
-        out.append(np.asarray(_ranks(policy_fn, variables, batch, game))[: min(batch_size, rows.size - start)])
-        if progress is not None:
-            progress(min(start + batch_size, rows.size), rows.size)
-    return np.concatenate(out) if out else np.zeros(0, np.int32)
+    return in_batches(lambda batch: _ranks(policy_fn, variables, batch, game), rows, batch_size, progress)
 
 
-def summarize(rank: np.ndarray, rows: ExpertPositions,
-              stages: Sequence[tuple[int, int]] = DEFAULT_STAGES) -> dict:
+def summarize(rank: np.ndarray, rows: ExpertPositions, stages: Sequence[tuple[int, int]] = DEFAULT_STAGES,
+              legal: np.ndarray | None = None) -> dict:
     """Top-k accuracies overall, by stage (moves played before the position), by the number of
-    legal moves, and split into positions also seen in training vs novel ones."""
+    legal moves (``legal``: :func:`legal_move_counts` of ``rows``, counted here if not given), and
+    split into positions also seen in training vs novel ones."""
     rank = np.asarray(rank)
     moves_played = np.asarray(stage(rows))
-    legal = legal_move_counts(rows)
+    legal = legal_move_counts(rows) if legal is None else np.asarray(legal)
 
     def scores(mask: np.ndarray) -> dict:
         n = int(mask.sum())
@@ -116,6 +119,12 @@ def summarize(rank: np.ndarray, rows: ExpertPositions,
         "seen_in_train": scores(np.asarray(rows.in_train)),
         "novel": scores(~np.asarray(rows.in_train)),
     }
+
+
+def score_network(net: Any, variables: Any, rows: ExpertPositions, batch_size: int = 4096,
+                  progress: Callable[[int, int], None] | None = None) -> dict:
+    """:func:`summarize` of an 8x8 flax network's move predictions on ``rows`` (its highest legal logit)."""
+    return summarize(ranks(network_policy(net), variables, rows, batch_size, progress), rows)
 
 
 def subsample(rows: ExpertPositions, limit: int, seed: int = 0) -> ExpertPositions:

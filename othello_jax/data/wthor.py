@@ -198,6 +198,11 @@ def game_files(directory: str | os.PathLike) -> list[Path]:
     return files
 
 
+def theory_depths(directory: str | os.PathLike) -> dict[str, int]:
+    """Each game file's header depth: the empty squares its theoretical scores were computed at."""
+    return {path.name: _parse_header(_read_bytes(path)[:HEADER_BYTES], path).depth for path in game_files(directory)}
+
+
 def concatenate(parts: list[Games]) -> Games:
     """Join game batches along the game axis."""
     return Games(*(np.concatenate(fields) for fields in zip(*parts, strict=False)))

@@ -42,8 +42,8 @@ DISTRIBUTED_FIELDS: tuple[Field, ...] = (
 # the network section is NetworkConfig's fields (model.py), unset (0, "", False) = the preset's value
 NETWORK_DESCRIPTIONS: dict[str, str] = {
     "preset": "tiny (1x16), small (6x64), standard (6x128) or large (10x128) residual blocks x channels",
-    "blocks": "residual blocks; 0 = the preset's",
-    "channels": "channels of the residual tower; 0 = the preset's",
+    "blocks": "residual blocks (tower=conv: convolution layers); 0 = the preset's",
+    "channels": "channels of the residual tower (tower=conv: the first layers' width); 0 = the preset's",
     "value_hidden": "width of the value head's hidden layer; 0 = 64",
     "dtype": "activations and matmuls: float32 or bfloat16; '' = float32",
     "value_head": "scalar (tanh) or wdl (win/draw/loss logits; value = p_win - p_loss); '' = scalar",

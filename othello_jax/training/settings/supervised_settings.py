@@ -36,7 +36,8 @@ SUPERVISED_FIELDS: tuple[Field, ...] = (
     ("log_every", 500, "gradient steps between metrics lines"),
     ("eval_every", 2_000, "gradient steps between held-out accuracy checks; 0 = only at the end"),
     ("eval_positions", 20_000, "random held-out rows per check; 0 = all"),
-    ("max_minutes", 0.0, "stop early (evaluating and saving) after this much wall time; 0 = no limit"),
+    ("max_minutes", 0.0, "stop early (evaluating and saving) after this much wall time, the data's loading not "
+     "counted; 0 = no limit"),
     ("schedule_clock", "iterations", "what the learning rate follows: iterations (optimizer.total_steps) or "
      "minutes (the max_minutes budget left after the first compiled call)"),
     ("checkpoint_keep", 2, "checkpoints kept"),
@@ -56,7 +57,7 @@ DATA_FIELDS: tuple[Field, ...] = (
     ("sampling", "unique", "WThor's training examples: unique (each (position, move) once, Liskowski et al.'s "
      "Unique; with augment, Unique-S) or original (as often as the games played it: Original, Original-S)"),
     ("value_target", "result", "WThor's value targets: result (each game's) or perfect_endgame (WThor's theoretical "
-     "result, the game's had its last 24 moves been perfect, for the positions up to 24 empties)"),
+     "result, the game's had its last 24 moves been perfect, for the positions with 24 or more empties)"),
     ("train_positions", 0, "labels only: train on a fixed random subset of this many positions; 0 = all"),
     ("policy_temperature", 0.0, "labels only: 0 = policy uniform over the optimal moves; T > 0 (discs) weights "
      "every solved move by exp((value - best) / T)"),

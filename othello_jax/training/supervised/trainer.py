@@ -217,10 +217,12 @@ def wthor_source(settings: SupervisedSettings, log: Callable[[str], None]) -> So
                                    value_target=settings.data.value_target)
     log(data.summary())
     eval_rows = move_prediction.subsample(data.test, settings.eval_positions, seed=0)
+    eval_legal = move_prediction.legal_move_counts(eval_rows)  # once: every evaluation sees the same rows
 
     def evaluate(net: AlphaZeroNet, variables: dict) -> Evaluation:
         policy = move_prediction.network_policy(net)
-        result = move_prediction.summarize(move_prediction.ranks(policy, variables, eval_rows), eval_rows)
+        rank = move_prediction.ranks(policy, variables, eval_rows)
+        result = move_prediction.summarize(rank, eval_rows, legal=eval_legal)
         metrics = {f"eval/{k}": result[k] for k in ("top1", "top3")}
         metrics.update({f"eval/top1_moves_{name}": r["top1"] for name, r in result["by_stage"].items()})
         report = (f"test accuracy on {result['positions']} held-out positions:\n"
@@ -321,9 +323,8 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
     settings = check_config(config)
     workdir = Path(workdir).expanduser()
     workdir.mkdir(parents=True, exist_ok=True)
-    session_start = time.time()
-
     source = labels_source(settings, log) if settings.data.labels.strip() else wthor_source(settings, log)
+    session_start = time.time()  # the clock counts training, not building or reading the data
     game = source.game
     net_config = settings.network
     net = make_network(game.size, net_config)
