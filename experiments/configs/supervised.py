@@ -35,6 +35,17 @@ def network(preset: str = "", **values) -> ConfigDict:
     return network_section(preset, without=SUPERVISED_WITHOUT, **values)
 
 
+def minutes_budget(c: ConfigDict, minutes: float, steps_per_call: int = 1, warmup_steps: int = 100,
+                   **optimizer) -> None:
+    """Train for ``minutes`` of wall clock with no step limit, AdamW's cosine running over that budget
+    (``schedule_clock="minutes"``); ``optimizer.total_steps`` then only places the warmup, at 1% of it."""
+    c.total_steps = 100_000_000  # no step limit: max_minutes ends the run
+    c.steps_per_call = steps_per_call
+    c.max_minutes = minutes
+    c.schedule_clock = "minutes"
+    c.optimizer.update(learning_rate=2e-3, warmup_steps=warmup_steps, total_steps=100 * warmup_steps, **optimizer)
+
+
 RECIPES = ("recipe_sgd", "recipe_adamw")
 RECIPE_STEPS = 10_000
 
@@ -61,12 +72,7 @@ def get_config(variant: str = "") -> ConfigDict:
         c.data.split = "random"
         c.network = network(blocks=6, channels=64, value_hidden=64)
         c.batch_size = 256
-        c.total_steps = 100_000_000  # no step limit: max_minutes ends the run
-        c.steps_per_call = 1
-        c.max_minutes = 300.0
-        c.schedule_clock = "minutes"
-        # total_steps only places the warmup here: 1% of the budget, as :labels6
-        c.optimizer.update(learning_rate=2e-3, warmup_steps=100, total_steps=10_000, end_scale=0.02)
+        minutes_budget(c, 300.0, end_scale=0.02)
         c.log_every = 1_000
         c.eval_every = 5_000
         c.eval_positions = 20_000
@@ -77,11 +83,7 @@ def get_config(variant: str = "") -> ConfigDict:
         c.data.split = "random"
         c.network = network(tower="conv", blocks=8, channels=64, value_hidden=64, dtype="bfloat16")
         c.batch_size = 1024
-        c.total_steps = 100_000_000  # no step limit: max_minutes ends the run
-        c.steps_per_call = 200
-        c.max_minutes = 8.0
-        c.schedule_clock = "minutes"
-        c.optimizer.update(learning_rate=2e-3, warmup_steps=200, total_steps=20_000, end_scale=0.02)
+        minutes_budget(c, 8.0, steps_per_call=200, warmup_steps=200, end_scale=0.02)
         c.log_every = 2_000
         c.eval_every = 0  # once, at the end
         c.eval_positions = 0
@@ -94,11 +96,7 @@ def get_config(variant: str = "") -> ConfigDict:
         c.network = network(blocks=4, channels=32, value_hidden=32)
         c.data.value_target = "perfect_endgame"
         c.batch_size = 256
-        c.total_steps = 100_000_000
-        c.steps_per_call = 1
-        c.max_minutes = 30.0
-        c.schedule_clock = "minutes"
-        c.optimizer.update(learning_rate=2e-3, warmup_steps=100, total_steps=10_000, end_scale=0.02)
+        minutes_budget(c, 30.0, end_scale=0.02)
         c.log_every = 1_000
         c.eval_every = 4_000
         c.eval_positions = 20_000
@@ -130,13 +128,7 @@ def get_config(variant: str = "") -> ConfigDict:
         c.data.labels = "labels/self.npz,labels/offdist.npz"  # `othello-jax make-labels` files; override
         c.network = network(blocks=4, channels=32, value_hidden=32)
         c.batch_size = 256
-        c.total_steps = 100_000_000  # no step limit: max_minutes ends the run
-        c.steps_per_call = 1
-        c.max_minutes = 8.0
-        c.schedule_clock = "minutes"
-        # othello6_cpu's AdamW; total_steps here only places the warmup: 1% of the budget
-        c.optimizer.update(learning_rate=2e-3, weight_decay=1e-4, warmup_steps=100, total_steps=10_000,
-                           end_scale=0.05)
+        minutes_budget(c, 8.0, weight_decay=1e-4, end_scale=0.05)  # othello6_cpu's AdamW
         c.log_every = 250
         c.eval_every = 1_000
         c.eval_positions = 0  # every held-out position
