@@ -43,7 +43,7 @@ def test_export_round_trip_equals_the_orbax_checkpoint(tmp_path, capsys):
 def test_bad_network_files_give_one_line_errors(tmp_path, capsys):
     garbage = tmp_path / "garbage.msgpack"
     garbage.write_bytes(b"\x00not msgpack at all")
-    for reference, message in [("builtin:9x9", "no built-in network '9x9'; shipped: 6x6, 8x8, 8x8-large"),
+    for reference, message in [("builtin:9x9", "no built-in network '9x9'; shipped: 6x6, 8x8, 8x8-expert, 8x8-large"),
                                (tmp_path / "missing.msgpack", "does not exist"),
                                (garbage, "is not a portable network file")]:
         with pytest.raises(CheckpointError, match=message) as raised:
@@ -55,14 +55,14 @@ def test_bad_network_files_give_one_line_errors(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"othello-jax export-network: error: --out must end in .msgpack, got '{tmp_path / 'x.npz'}'",
                    "othello-jax export-network: error: checkpoint path /no/such/run does not exist; pass a training "
-                   "workdir, WORKDIR/best, a .msgpack file or builtin:6x6|8x8|8x8-large"]
+                   "workdir, WORKDIR/best, a .msgpack file or builtin:6x6|8x8|8x8-expert|8x8-large"]
     assert not (tmp_path / "x.msgpack").exists()
 
 
-@pytest.mark.parametrize("name, size", [("6x6", 6), ("8x8", 8), ("8x8-large", 8)])
+@pytest.mark.parametrize("name, size", [("6x6", 6), ("8x8", 8), ("8x8-expert", 8), ("8x8-large", 8)])
 def test_the_shipped_networks_beat_greedy(name, size):
-    """builtin:6x6, builtin:8x8 and builtin:8x8-large load from the package (no training) and win
-    clearly against greedy."""
+    """builtin:6x6, builtin:8x8, builtin:8x8-expert and builtin:8x8-large load from the package (no
+    training) and win clearly against greedy."""
     assert name in pretrained.builtin_names()
     assert pretrained.resolve(f"builtin:{name}").parent == Path(pretrained.__file__).parent
     assert pretrained.read_meta(f"builtin:{name}")["board_size"] == size

@@ -33,11 +33,11 @@ RESULTS = REPO / "experiments" / "RESULTS.md"
 FIGURES = REPO / "docs" / "figures"
 MAX_LINES = 230  # "about 200"; the 30-second play command within the first 40
 FIRST_LINES = 40
-PLAY_COMMANDS = ("othello-jax play --checkpoint=builtin:8x8", "othello-jax play --checkpoint=builtin:6x6")
+PLAY_COMMANDS = ("othello-jax play --checkpoint=builtin:8x8-expert", "othello-jax play --checkpoint=builtin:6x6")
 
 # README command -> the test that runs it (file::function; the note says how it differs)
 COMMANDS: dict[str, str] = {
-    "othello-jax play --checkpoint=builtin:8x8": "tests/test_readme.py::test_play_the_shipped_8x8_network",
+    "othello-jax play --checkpoint=builtin:8x8-expert": "tests/test_readme.py::test_play_the_shipped_8x8_network",
     "othello-jax play --checkpoint=builtin:6x6 --color=white":
         "tests/test_pretrained.py::test_play_command_with_the_builtin_network",
     "bash scripts/quickstart.sh":
@@ -65,7 +65,7 @@ COMMANDS: dict[str, str] = {
     "othello-jax analyze --checkpoint=builtin:6x6 --moves=c2 --sims=400":
         "tests/test_entry_points.py::test_quickstart_stopped_resumed_then_export_and_analyze_its_network",
     # a GUI's GTP conversation with `engine --protocol=gtp` serving builtin:6x6
-    "othello-jax engine --protocol=gtp --checkpoint=builtin:8x8":
+    "othello-jax engine --protocol=gtp --checkpoint=builtin:8x8-expert":
         "tests/test_entry_points.py::test_engine_serves_a_network_over_gtp",
     # the expert start on a small WThor slice, each step shortened by overrides
     "python -m experiments.train_supervised --config=experiments/configs/supervised.py:expert8_cpu "
@@ -75,6 +75,8 @@ COMMANDS: dict[str, str] = {
         "tests/test_supervised.py::test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play",
     "othello-jax train --config=othello8_cpu --workdir=runs/o8_expert --config.init_network=runs/expert8":
         "tests/test_supervised.py::test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play",
+    "othello-jax accuracy --checkpoint=builtin:8x8-expert --split=random":
+        "tests/test_supervised.py::test_the_shipped_expert_network_predicts_expert_moves",
 }
 # README command -> why no test runs it (the README names the same on the command's line)
 ELSEWHERE: dict[str, str] = {
@@ -211,11 +213,12 @@ def test_every_readme_command_is_run_by_a_test_or_said_to_need_more():
 
 
 def test_play_the_shipped_8x8_network():
-    """`othello-jax play --checkpoint=builtin:8x8` (the README's first command), shortened to 2
+    """`othello-jax play --checkpoint=builtin:8x8-expert` (the README's first command), shortened to 2
     simulations: the user plays d3 as black, the network answers with a legal move, and the end
     of input ends the game with its record and exit status 0."""
-    result = subprocess.run([str(Path(sys.executable).parent / "othello-jax"), "play", "--checkpoint=builtin:8x8",
-                             "--sims=2"], input="d3\n", capture_output=True, text=True, cwd=REPO, timeout=600)
+    result = subprocess.run([str(Path(sys.executable).parent / "othello-jax"), "play",
+                             "--checkpoint=builtin:8x8-expert", "--sims=2"],
+                            input="d3\n", capture_output=True, text=True, cwd=REPO, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     reply = re.search(r"^white \(network, 2 sims.*\) plays ([a-h][1-8])", result.stdout, re.M)
     assert reply, result.stdout[-3000:]

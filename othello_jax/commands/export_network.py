@@ -6,7 +6,8 @@
 The file holds the network's variables, its config and board size, and provenance (the
 checkpoint it came from, the training command given with --command, scores given with --note),
 so it plays anywhere `--checkpoint=` or `net:ckpt=` is accepted, with any orbax version, or
-none. The networks shipped with the package (builtin:6x6, builtin:8x8, builtin:8x8-large) were
+none. The networks shipped with the package (builtin:6x6, builtin:8x8, builtin:8x8-expert,
+builtin:8x8-large) were
 made this way.
 """
 
