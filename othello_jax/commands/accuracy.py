@@ -9,7 +9,7 @@ Held-out positions are the de-duplicated (position, move) pairs of the WThor gam
 of every game's unique pairs (what supervised:wthor_cpu holds out). The network's prediction is its
 highest-scoring legal move; top-3 counts the expert move among its three best; the table also
 splits by game stage and by the number of legal moves. Works for any 8x8 checkpoint (supervised
-or self-play, a training workdir, a .msgpack file, builtin:8x8).
+or self-play, a training workdir, a .msgpack file, builtin:8x8-expert).
 """
 
 from __future__ import annotations

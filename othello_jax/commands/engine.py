@@ -2,7 +2,7 @@
 
     othello-jax engine --protocol=gtp --checkpoint=runs/8x8/best --sims=200
     othello-jax engine --agent=alphabeta:3
-    othello-jax engine --protocol=nboard --checkpoint=builtin:8x8
+    othello-jax engine --protocol=nboard --checkpoint=builtin:8x8-expert
 
 Two protocols:
 

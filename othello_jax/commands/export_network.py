@@ -7,8 +7,7 @@ The file holds the network's variables, its config and board size, and provenanc
 checkpoint it came from, the training command given with --command, scores given with --note),
 so it plays anywhere `--checkpoint=` or `net:ckpt=` is accepted, with any orbax version, or
 none. The networks shipped with the package (builtin:6x6, builtin:8x8, builtin:8x8-expert,
-builtin:8x8-large) were
-made this way.
+builtin:8x8-large) were made this way.
 """
 
 from __future__ import annotations

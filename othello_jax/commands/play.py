@@ -8,7 +8,7 @@ at the end. Reads standard input, so piped moves work too. The agent plays the l
 squares perfectly with the C solver (how many: --solve=E; --no-solve turns it off).
 Exit status 0 when the game ends, when you quit and when the input ends; 2 on bad options.
 
-    othello-jax play --checkpoint=builtin:8x8 --color=white
+    othello-jax play --checkpoint=builtin:8x8-expert --color=white
     othello-jax play --checkpoint=runs/othello8/best --sims=200
     othello-jax play --agent=alphabeta:depth=3 --size=6 --moves=c4
 """
