@@ -103,8 +103,8 @@ def play_notebook() -> nbformat.NotebookNode:
 Play a game against a trained network on a drawn board (by default the 6x6 network that ships
 with the package, so nothing needs training first; `"builtin:8x8-expert"` is the strongest 8x8
 one; point `CHECKPOINT` at your own run's workdir, `WORKDIR/best` or a `.msgpack` file to play it
-instead). Click a square (when ipywidgets is
-available, as in Colab) or type moves with `game.move("d3")`. After each of its moves the agent
+instead). Click a square (when ipywidgets is available, as in Colab) or type moves with
+`game.move("d3")`. After each of its moves the agent
 shows its value estimate and the moves its search visited most; `game.hint()` shows the search's
 view of your position. Like Edax and Egaroucid, it plays the last empty squares perfectly
 with the exact solver (`SOLVE` sets how many; 0 turns it off)."""),
