@@ -506,3 +506,21 @@ def load_agent_variables(path: str | Path) -> tuple[NetworkConfig, dict, int]:
     finally:
         manager.close()
     return config, dict(variables), size
+
+
+def load_start_network(path: str | Path, board_size: int, network: NetworkConfig,
+                       setting: str = "init_network") -> tuple[NetworkConfig, dict]:
+    """The trained network a fresh run starts from (any form :func:`load_agent_variables` reads):
+    ``(its config, {'params', 'batch_stats'} as host arrays)``, checked to be a ``board_size``
+    network of the run's architecture ``network``; a one-line ``InputError``
+    naming ``setting`` otherwise. Host arrays: the loader commits them to one device, the run
+    places them on its mesh."""
+    config, variables, size = load_agent_variables(path)
+    if size != board_size:
+        raise InputError(f"{setting} {path} is a {size}x{size} network; this run is {board_size}x{board_size}")
+    saved, wanted = network_meta(config), network_meta(network)
+    differences = [f"{name} {saved[name]!r} vs {wanted[name]!r}" for name in wanted if saved[name] != wanted[name]]
+    if differences:
+        raise InputError(f"{setting} {path} is not this run's network ({', '.join(differences)}); "
+                         "set network.* to match it")
+    return config, jax.device_get(variables)

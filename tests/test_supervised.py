@@ -247,6 +247,45 @@ def test_a_stopped_run_resumes_exactly_where_it_stopped(small_wthor, tmp_path):
         supervised.run(config, tmp_path / "stopped", log=lambda _: None)
 
 
+def test_a_fresh_run_starts_from_a_trained_network_and_a_resumed_one_ignores_it(small_wthor, tmp_path):
+    """``init_network`` (a workdir, a .msgpack or builtin:NAME) seeds a fresh run's weights, checked
+    against the run's board and network (one line otherwise); a stopped run resumes from its own
+    checkpoint, not from the network it started from."""
+    trained = supervised.run(_config(small_wthor), tmp_path / "first", log=lambda _: None)
+    _, first, _ = load_agent_variables(tmp_path / "first")
+
+    config = _config(small_wthor)
+    config.update(init_network=str(tmp_path / "first"), total_steps=2, eval_every=2)
+    config.optimizer.update(learning_rate=1e-9, total_steps=2)  # two steps that barely move the weights
+    lines = []
+    continued = supervised.run(config, tmp_path / "second", log=lines.append)
+    assert f"starting from the network in {tmp_path / 'first'} (init_network)" in lines
+    _, second, _ = load_agent_variables(tmp_path / "second")
+    for a, b in zip(jax.tree.leaves(first["params"]), jax.tree.leaves(second["params"]), strict=True):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), atol=1e-6)
+    assert abs(continued["top1"] - trained["top1"]) < 0.05  # the same network (batch statistics moved by 2 steps)
+    config.init_network = ""
+    fresh = supervised.run(config, tmp_path / "fresh", log=lambda _: None)
+    _, random_start, _ = load_agent_variables(tmp_path / "fresh")
+    assert not np.allclose(jax.tree.leaves(random_start["params"])[0], jax.tree.leaves(first["params"])[0])
+    assert fresh["top1"] < trained["top1"]
+
+    config.update(init_network=str(tmp_path / "fresh"), total_steps=4, eval_every=2)  # resumes "second" at step 2
+    config.optimizer.total_steps = 4
+    lines = []
+    supervised.run(config, tmp_path / "second", log=lines.append)
+    assert any(line.startswith(f"resumed {tmp_path / 'second'} at step 2") for line in lines)
+    assert not any("(init_network)" in line for line in lines)
+
+    config = _config(small_wthor)
+    config.init_network = "builtin:6x6"
+    with pytest.raises(ValueError, match=r"^init_network builtin:6x6 is a 6x6 network; this run is 8x8$"):
+        supervised.run(config, tmp_path / "wrong_board", log=lambda _: None)
+    config.init_network = "builtin:8x8-expert"
+    with pytest.raises(ValueError, match=r"^init_network builtin:8x8-expert is not this run's network \(blocks 6 vs"):
+        supervised.run(config, tmp_path / "wrong_network", log=lambda _: None)
+
+
 def test_original_sampling_draws_rows_as_often_as_the_games_played_them(data):
     """data.sampling=original (Liskowski et al.'s Original) weights each unique row by its count;
     unique draws every row alike."""

@@ -125,20 +125,11 @@ class TrainProgram:
         path = self.init_network
         if not path:
             return None
-        config, variables, size = checkpoint.load_agent_variables(path)
-        if size != self.game.size:
-            raise InputError(f"init_network {path} is a {size}x{size} network; this run is "
-                             f"{self.game.size}x{self.game.size}")
+        config, variables = checkpoint.load_start_network(path, self.game.size, self.network)
         if config.value_margin:
             raise InputError(f"init_network {path} predicts margins (network.value_margin {config.value_margin}); "
                              "self-play's value targets are results: start from a network with value_margin 0")
-        saved, wanted = checkpoint.network_meta(config), checkpoint.network_meta(self.network)
-        differences = [f"{name} {saved[name]!r} vs {wanted[name]!r}" for name in wanted if saved[name] != wanted[name]]
-        if differences:
-            raise InputError(f"init_network {path} is not this run's network ({', '.join(differences)}); "
-                             "set network.* to match it")
-        # host arrays: the loader commits them to one device, the state's constructor places them on the mesh
-        return jax.tree.map(np.asarray, variables)
+        return variables
 
     def stage_index(self, iteration: int) -> int:
         """Index of the stage in force at ``iteration`` (0-based count of iterations completed)."""

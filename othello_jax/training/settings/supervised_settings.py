@@ -28,6 +28,8 @@ from othello_jax.training.settings.stages import CLOCKS
 
 SUPERVISED_FIELDS: tuple[Field, ...] = (
     ("seed", 0, "the run's random seed"),
+    ("init_network", "", "a trained network a fresh run starts from (a workdir, a .msgpack file or builtin:NAME, "
+     "of this run's network.* and board); '' = random weights; a resumed run ignores it"),
     ("batch_size", 512, "examples per gradient step, over all devices"),
     ("total_steps", 20_000, "gradient steps of the run"),
     ("steps_per_call", 100, "gradient steps per compiled call (one lax.scan)"),
@@ -71,8 +73,8 @@ SUPERVISED_OPTIMIZER = dict(name="adamw", learning_rate=2e-3, weight_decay=1e-4,
                             nesterov=False, schedule="cosine", boundaries=(), scales=(), warmup_steps=500,
                             total_steps=20_000, end_scale=0.02)
 # settings that came after supervised runs were written: an older config reads them at these values
-ADDED = dict(split="year", test_share=0.05, sampling="unique", value_target="result", train_positions=0,
-             policy_temperature=0.0, num_devices=0, tensorboard=True, checkpoint_minutes=0.0)
+ADDED = dict(init_network="", split="year", test_share=0.05, sampling="unique", value_target="result",
+             train_positions=0, policy_temperature=0.0, num_devices=0, tensorboard=True, checkpoint_minutes=0.0)
 
 
 def default_supervised_config() -> ConfigDict:
@@ -106,6 +108,7 @@ class SupervisedSettings:
     """A supervised run's config resolved (field names are the config's, see :data:`SUPERVISED_FIELDS`)."""
 
     seed: int
+    init_network: str
     data: DataSettings
     network: NetworkConfig
     batch_size: int

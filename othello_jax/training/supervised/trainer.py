@@ -332,6 +332,8 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
     key, init_key = jax.random.split(key)
     # compiled: op by op, initialising the network costs more than compiling it
     variables = jax.jit(functools.partial(init_variables, net, board_size=game.size))(init_key)
+    if settings.init_network:  # a resumed run's checkpoint replaces these below
+        variables = checkpoint.load_start_network(settings.init_network, game.size, net_config)[1]
     minutes = settings.schedule_clock == "minutes"
     optimizer = make_optimizer(settings.optimizer, clock=settings.schedule_clock)
     chunk, mesh, params, batch_stats, opt_state, rows = place_training(
@@ -350,6 +352,8 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
         params, batch_stats = restored["params"], restored["batch_stats"]
         metrics_log.truncate_after(progress.step)
         log(f"resumed {workdir} at step {progress.step} ({progress.trained_s / 60:.1f} minutes trained)")
+    elif settings.init_network:
+        log(f"starting from the network in {settings.init_network} (init_network)")
     trained_before_s = progress.trained_s  # earlier sessions' time: saves must not count this session's twice
     n_params = sum(x.size for x in jax.tree.leaves(params))
     log(f"network {net_config} ({n_params:,} parameters) on {game.size}x{game.size}; up to "
