@@ -409,8 +409,8 @@ def test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play(small_w
 
 def test_the_shipped_expert_network_predicts_expert_moves(small_wthor):
     """`othello-jax accuracy --checkpoint=builtin:8x8-expert --split=random` (the README's command)
-    on three years of WThor: the shipped expert network picks about half the experts' moves (51.4%
-    on the whole random split's held-out rows; 49% on this slice's 1,499), where a network that
+    on three years of WThor: the shipped expert network picks over half the experts' moves (55.4%
+    on the whole random split's held-out rows; 53.2% on this slice's 1,499), where a network that
     had not learned them (or read its board flipped) picks ~1 in 9."""
     tool = str(Path(sys.executable).parent / "othello-jax")
     done = subprocess.run([tool, "accuracy", "--checkpoint=builtin:8x8-expert", "--split=random",
@@ -418,5 +418,5 @@ def test_the_shipped_expert_network_predicts_expert_moves(small_wthor):
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     assert result["positions"] > 1000
-    assert result["top1"] >= 0.42 and result["top3"] >= 0.75, result
+    assert result["top1"] >= 0.48 and result["top3"] >= 0.80, result
     assert result["by_stage"]["40-59"]["top1"] > result["by_stage"]["0-19"]["top1"]  # endings are easier to predict
