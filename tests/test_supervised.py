@@ -270,7 +270,7 @@ def test_a_fresh_run_starts_from_a_trained_network_and_a_resumed_one_ignores_it(
     assert not np.allclose(jax.tree.leaves(random_start["params"])[0], jax.tree.leaves(first["params"])[0])
     assert fresh["top1"] < trained["top1"]
 
-    config.update(init_network=str(tmp_path / "fresh"), total_steps=4, eval_every=2)  # resumes "second" at step 2
+    config.update(init_network=str(tmp_path / "gone"), total_steps=4, eval_every=2)  # resumes "second" at step 2
     config.optimizer.total_steps = 4
     lines = []
     supervised.run(config, tmp_path / "second", log=lines.append)

@@ -330,10 +330,12 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
     net = make_network(game.size, net_config)
     key = jax.random.PRNGKey(settings.seed)
     key, init_key = jax.random.split(key)
-    # compiled: op by op, initialising the network costs more than compiling it
-    variables = jax.jit(functools.partial(init_variables, net, board_size=game.size))(init_key)
-    if settings.init_network:  # a resumed run's checkpoint replaces these below
-        variables = checkpoint.load_start_network(settings.init_network, game.size, net_config)[1]
+    # a fresh run starts from init_network; a resumed one from its checkpoint (these are its templates)
+    start_from = "" if checkpoint.saved_steps(workdir / checkpoint.LATEST_DIR) else settings.init_network
+    if start_from:
+        variables = checkpoint.load_start_network(start_from, game.size, net_config)[1]
+    else:  # compiled: op by op, initialising the network costs more than compiling it
+        variables = jax.jit(functools.partial(init_variables, net, board_size=game.size))(init_key)
     minutes = settings.schedule_clock == "minutes"
     optimizer = make_optimizer(settings.optimizer, clock=settings.schedule_clock)
     chunk, mesh, params, batch_stats, opt_state, rows = place_training(
@@ -352,8 +354,8 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
         params, batch_stats = restored["params"], restored["batch_stats"]
         metrics_log.truncate_after(progress.step)
         log(f"resumed {workdir} at step {progress.step} ({progress.trained_s / 60:.1f} minutes trained)")
-    elif settings.init_network:
-        log(f"starting from the network in {settings.init_network} (init_network)")
+    elif start_from:
+        log(f"starting from the network in {start_from} (init_network)")
     trained_before_s = progress.trained_s  # earlier sessions' time: saves must not count this session's twice
     n_params = sum(x.size for x in jax.tree.leaves(params))
     log(f"network {net_config} ({n_params:,} parameters) on {game.size}x{game.size}; up to "
