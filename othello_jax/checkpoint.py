@@ -509,15 +509,19 @@ def load_agent_variables(path: str | Path) -> tuple[NetworkConfig, dict, int]:
 
 
 def load_start_network(path: str | Path, board_size: int, network: NetworkConfig,
-                       setting: str = "init_network") -> tuple[NetworkConfig, dict]:
+                       setting: str = "init_network", margins_allowed: bool = True) -> tuple[NetworkConfig, dict]:
     """The trained network a fresh run starts from (any form :func:`load_agent_variables` reads):
     ``(its config, {'params', 'batch_stats'} as host arrays)``, checked to be a ``board_size``
     network of the run's architecture ``network``; a one-line ``InputError``
     naming ``setting`` otherwise. Host arrays: the loader commits them to one device, the run
-    places them on its mesh."""
+    places them on its mesh. ``margins_allowed=False`` (self-play, whose value targets are results)
+    refuses a network that predicts disc margins before any other difference is named."""
     config, variables, size = load_agent_variables(path)
     if size != board_size:
         raise InputError(f"{setting} {path} is a {size}x{size} network; this run is {board_size}x{board_size}")
+    if config.value_margin and not margins_allowed:
+        raise InputError(f"{setting} {path} predicts margins (network.value_margin {config.value_margin}); "
+                         "self-play's value targets are results: start from a network with value_margin 0")
     saved, wanted = network_meta(config), network_meta(network)
     differences = [f"{name} {saved[name]!r} vs {wanted[name]!r}" for name in wanted if saved[name] != wanted[name]]
     if differences:

@@ -125,10 +125,7 @@ class TrainProgram:
         path = self.init_network
         if not path:
             return None
-        config, variables = checkpoint.load_start_network(path, self.game.size, self.network)
-        if config.value_margin:
-            raise InputError(f"init_network {path} predicts margins (network.value_margin {config.value_margin}); "
-                             "self-play's value targets are results: start from a network with value_margin 0")
+        _, variables = checkpoint.load_start_network(path, self.game.size, self.network, margins_allowed=False)
         return variables
 
     def stage_index(self, iteration: int) -> int:
