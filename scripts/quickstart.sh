@@ -24,10 +24,23 @@ fi
 read -r -a extra_args <<< "${TRAIN_ARGS:-}"
 train_args+=(${extra_args[@]+"${extra_args[@]}"})
 
+quietly() {  # runs "$@" and shows its output only if it fails (pip's and setuptools' notices are noise here)
+  local log
+  log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "== failed: $*" >&2
+    return 1
+  fi
+  rm -f "$log"
+}
+
 if [ "${SKIP_INSTALL:-0}" != 1 ]; then
+  echo "== installing othello-jax and its dependencies into ./.venv (pip; a few minutes the first time)"
   [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e .
+  quietly .venv/bin/python -m pip install -q --upgrade pip
+  quietly .venv/bin/python -m pip install -q -e .
 fi
 cli=.venv/bin/othello-jax
 

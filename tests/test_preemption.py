@@ -137,3 +137,29 @@ def test_quickstart_stops_on_status_75_without_evaluating(tmp_path):
     assert result.returncode == 75, result.stderr
     assert "run" in result.stderr and "again to resume" in result.stderr
     assert calls.read_text().split() == ["train"]  # no plot, no evaluation
+
+
+def test_quickstart_installs_quietly_and_shows_pips_output_only_when_it_fails(tmp_path):
+    """The quickstart's pip notices are hidden on success; on failure they are shown and nothing trains."""
+    fake = tmp_path / "repo"
+    (fake / "scripts").mkdir(parents=True)
+    (fake / ".venv" / "bin").mkdir(parents=True)
+    (fake / "scripts" / "quickstart.sh").write_text((REPO / "scripts" / "quickstart.sh").read_text())
+    calls = tmp_path / "calls"
+    python = fake / ".venv" / "bin" / "python"
+    cli = fake / ".venv" / "bin" / "othello-jax"
+    cli.write_text(f'#!/bin/sh\necho "$1" >> {calls}\n[ "$1" = train ] && exit 75\nexit 0\n')
+    cli.chmod(0o755)
+    for pip_status in (0, 1):
+        python.write_text(f'#!/bin/sh\necho "BuildBackendWarning: pip noise for $*" >&2\nexit {pip_status}\n')
+        python.chmod(0o755)
+        result = subprocess.run(["bash", str(fake / "scripts" / "quickstart.sh")], capture_output=True,
+                                text=True, timeout=60)
+        shown = result.stdout + result.stderr
+        assert "installing othello-jax" in result.stdout
+        if pip_status == 0:
+            assert "pip noise" not in shown and result.returncode == 75  # went on to train
+        else:
+            assert result.returncode == 1 and "pip noise for -m pip install -q --upgrade pip" in result.stderr
+            assert "== failed: .venv/bin/python -m pip install" in result.stderr
+    assert calls.read_text().split() == ["train"]  # the failed install trained nothing
