@@ -173,6 +173,45 @@ def test_run_saves_a_checkpoint_that_agents_and_the_accuracy_command_read(small_
     assert sum(r["positions"] for r in reported["by_legal_moves"].values()) == random_test.size
 
 
+def test_the_policy_averaged_over_symmetries_is_equivariant_and_the_command_scores_with_it(small_wthor, data,
+                                                                                          capsys, tmp_path):
+    """`accuracy --symmetries=8`: the averaged policy turns with the board (checked with numpy's
+    rot90 and a transpose, not the package's symmetry tables), is a distribution, differs from the
+    single view of an untrained network, and is what the command scores."""
+    config = NetworkConfig.preset("tiny")
+    net = make_network(8, config)
+    variables = init_variables(net, jax.random.PRNGKey(3), 8)
+    obs = np.asarray(GAME.observation(expert.to_state(expert.take(data.test, np.arange(64)))))
+    averaged = jax.jit(move_prediction.symmetric_network_policy(net))
+    single = jax.jit(move_prediction.network_policy(net))
+
+    def grid(logits):  # the 64 placements as an 8x8 grid, the pass entry apart
+        return np.asarray(logits)[:, :64].reshape(-1, 8, 8), np.asarray(logits)[:, 64]
+
+    base, base_pass = grid(averaged(variables, obs))
+    for turn in (lambda x: np.rot90(x, 1, axes=(1, 2)), lambda x: np.swapaxes(x, 1, 2)):
+        turned, turned_pass = grid(averaged(variables, np.ascontiguousarray(turn(obs))))
+        np.testing.assert_allclose(turned, turn(base), atol=1e-5)
+        np.testing.assert_allclose(turned_pass, base_pass, atol=1e-5)
+        single_grid, _ = grid(single(variables, np.ascontiguousarray(turn(obs))))
+        assert np.max(np.abs(single_grid - turn(grid(single(variables, obs))[0]))) > 1e-3  # a single view does not
+    np.testing.assert_allclose(np.exp(np.asarray(averaged(variables, obs))).sum(-1), 1.0, rtol=1e-5)
+
+    rows = data.test
+    expected = move_prediction.summarize(move_prediction.ranks(averaged, variables, rows, batch_size=512), rows)
+    save = tmp_path / "net.msgpack"
+    from othello_jax import pretrained
+    pretrained.save(save, config, variables, 8, {})
+    capsys.readouterr()
+    code = accuracy_command.main([f"--checkpoint={save}", f"--wthor={small_wthor}", "--cache-dir=",
+                                  "--test-from-year=2020", "--symmetries=8", "--json"])
+    reported = json.loads(capsys.readouterr().out)
+    assert code == 0 and reported["symmetries"] == 8
+    assert reported["top1"] == pytest.approx(expected["top1"]) and reported["top3"] == pytest.approx(expected["top3"])
+    with pytest.raises(ValueError, match="symmetries must be 1 or 8"):
+        move_prediction.score_network(net, variables, rows, symmetries=4)
+
+
 def test_accuracy_command_rejects_bad_input(tmp_path, small_wthor, capsys):
     assert accuracy_command.main([f"--checkpoint={tmp_path / 'nothing'}", f"--wthor={small_wthor}"]) == 2
     err = capsys.readouterr().err.strip()

@@ -3,13 +3,16 @@
     othello-jax accuracy --checkpoint=runs/sl_cpu
     othello-jax accuracy --checkpoint=runs/o8/best --positions=50000 --json
     othello-jax accuracy --checkpoint=runs/wthor_cpu --split=random     # Liskowski et al.'s split
+    othello-jax accuracy --checkpoint=builtin:8x8-expert --split=random --symmetries=8
 
 Held-out positions are the de-duplicated (position, move) pairs of the WThor games from
 --test-from-year on (built once and cached), or with --split=random Liskowski et al.'s random 5%
 of every game's unique pairs (what supervised:wthor_cpu holds out). The network's prediction is its
 highest-scoring legal move; top-3 counts the expert move among its three best; the table also
-splits by game stage and by the number of legal moves. Works for any 8x8 checkpoint (supervised
-or self-play, a training workdir, a .msgpack file, builtin:8x8-expert).
+splits by game stage and by the number of legal moves. --symmetries=8 averages the policy over
+the board's 8 symmetries (8 network calls a position; the paper's figures are single-view).
+Works for any 8x8 checkpoint (supervised or self-play, a training workdir, a .msgpack file,
+builtin:8x8-expert).
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--test-from-year", type=int, default=2015, help="held-out games: this year on (default 2015)")
     parser.add_argument("--positions", type=int, default=0,
                         help="evaluate a fixed random subset of this many positions (default 0 = all)")
+    parser.add_argument("--symmetries", type=int, choices=(1, 8), default=1,
+                        help="1: the network as it is (default, as Liskowski et al. report); 8: its policy "
+                             "averaged over the board's 8 symmetries (8x the network calls)")
     parser.add_argument("--batch-size", type=int, default=4096, help="positions per network call (default 4096)")
     add_json_flag(parser)
     return parser
@@ -81,14 +87,16 @@ def main(argv: list[str]) -> int:
           file=sys.stderr, flush=True)
     started = time.time()
     net = make_network(size, network_config)
-    result = move_prediction.score_network(net, variables, rows, args.batch_size, progress)
+    result = move_prediction.score_network(net, variables, rows, args.batch_size, progress, args.symmetries)
     if args.json:
-        print_json({"checkpoint": args.checkpoint, "network": str(network_config), **result})
+        print_json({"checkpoint": args.checkpoint, "network": str(network_config), "symmetries": args.symmetries,
+                    **result})
         return 0
     print(f"\r{' ' * 40}\r", end="", file=sys.stderr)
     print(f"{args.checkpoint}: {network_config}")
+    views = "" if args.symmetries == 1 else f", the policy averaged over {args.symmetries} symmetries"
     print(f"held-out WThor positions ({held_out(args)}): {rows.size} (position, move) pairs "
-          f"evaluated in {time.time() - started:.0f}s")
+          f"evaluated in {time.time() - started:.0f}s{views}")
     print(move_prediction.format_report(result))
     return 0
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from othello_jax.data.expert import ExpertPositions, stage, take, to_state
 from othello_jax.game import Othello
+from othello_jax.game.symmetry import NUM_SYMMETRIES, inverse, transform_grid, transform_policy
 
 # (variables, obs float32[B, N, N, 2]) -> policy logits float32[B, N*N+1]
 PolicyFn = Callable[[Any, jax.Array], jax.Array]
@@ -58,6 +59,24 @@ def network_policy(net) -> PolicyFn:
 
 def _network_logits(net, variables: Any, obs: jax.Array) -> jax.Array:
     return net.apply(variables, obs, train=False)[0]
+
+
+@functools.cache
+def symmetric_network_policy(net) -> PolicyFn:
+    """The network's policy averaged over the board's 8 symmetries (test-time augmentation): each
+    position is shown in all 8 orientations, each policy mapped back and the probabilities
+    averaged; the log of the mean is returned as logits. A prediction costs 8 network calls; the
+    figures Liskowski et al. report are single-view."""
+    return functools.partial(_symmetric_logits, net)
+
+
+def _symmetric_logits(net, variables: Any, obs: jax.Array) -> jax.Array:
+    batch, size = obs.shape[0], obs.shape[-2]
+    views = jnp.concatenate([transform_grid(obs, k, axes=(-3, -2)) for k in range(NUM_SYMMETRIES)])
+    logits = net.apply(variables, views, train=False)[0].astype(jnp.float32)
+    probs = jax.nn.softmax(logits.reshape(NUM_SYMMETRIES, batch, -1), axis=-1)
+    back = jnp.stack([transform_policy(probs[k], inverse(k), size) for k in range(NUM_SYMMETRIES)])
+    return jnp.log(jnp.mean(back, axis=0))
 
 
 @functools.partial(jax.jit, static_argnums=1)
@@ -122,9 +141,13 @@ def summarize(rank: np.ndarray, rows: ExpertPositions, stages: Sequence[tuple[in
 
 
 def score_network(net: Any, variables: Any, rows: ExpertPositions, batch_size: int = 4096,
-                  progress: Callable[[int, int], None] | None = None) -> dict:
-    """:func:`summarize` of an 8x8 flax network's move predictions on ``rows`` (its highest legal logit)."""
-    return summarize(ranks(network_policy(net), variables, rows, batch_size, progress), rows)
+                  progress: Callable[[int, int], None] | None = None, symmetries: int = 1) -> dict:
+    """:func:`summarize` of an 8x8 flax network's move predictions on ``rows`` (its highest legal
+    logit); ``symmetries=8`` averages its policy over the board's symmetries first."""
+    if symmetries not in (1, NUM_SYMMETRIES):
+        raise ValueError(f"symmetries must be 1 or {NUM_SYMMETRIES}, got {symmetries}")
+    policy = network_policy(net) if symmetries == 1 else symmetric_network_policy(net)
+    return summarize(ranks(policy, variables, rows, batch_size, progress), rows)
 
 
 def subsample(rows: ExpertPositions, limit: int, seed: int = 0) -> ExpertPositions:
