@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import shutil
 
 import jax
 import numpy as np
@@ -360,3 +361,15 @@ def test_the_reproduction_script_scores_networks_on_both_held_out_sets_beside_th
     assert f"| zero | random 5% (theirs) | {sizes['random']:,} | {results[0]['top1']:.1%} |" in out
     assert "| Conv8+BN (Liskowski et al.) | random 5% of Unique-S | | 62.7% |" in out and "| 1 legal |" in out
     assert wthor_reproduction.main(argv[:-1] + ["zero=missing/run"]) == 2
+
+
+def test_a_cache_dir_under_home_is_expanded_not_created_in_the_working_directory(tmp_path, monkeypatch, shared_data):
+    """`othello-jax accuracy`'s default --cache-dir is "~/.cache/othello-jax": it must land in $HOME."""
+    small = tmp_path / "wthor"
+    small.mkdir()
+    for name in ("WTH_1980.wtb", "WTHOR.JOU", "WTHOR.TRN"):
+        shutil.copy(shared_data / "wthor" / name, small / name)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    expert.load_expert_data(small, test_from_year=1980, cache_dir="~/cache")
+    assert list((tmp_path / "home" / "cache").glob("wthor_expert_*.npz")) and not (tmp_path / "~").exists()

@@ -327,7 +327,7 @@ def load_expert_data(wthor_dir: str | os.PathLike, test_from_year: int = DEFAULT
     cache = None
     if cache_dir is not None:
         name = _fingerprint(directory, test_from_year, split, test_share, value_target)
-        cache = Path(cache_dir) / f"wthor_expert_{name}.npz"
+        cache = Path(cache_dir).expanduser() / f"wthor_expert_{name}.npz"
         if cache.is_file():
             return load(cache)
     data = build_expert_data(wthor.load_database(directory).games, test_from_year, progress, split, test_share,
