@@ -119,19 +119,25 @@ def test_every_minutes_is_validated_and_may_change_in_a_stage():
     assert base.checkpoint.every_minutes > 0 and stage.checkpoint.every_minutes == 0.5
 
 
-def test_quickstart_stops_on_status_75_without_evaluating(tmp_path):
-    """scripts/quickstart.sh with a stand-in ``othello-jax`` whose training is preempted."""
+def _fake_quickstart(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A copy of scripts/quickstart.sh in a fake checkout whose ``othello-jax`` logs its command to
+    ``calls`` and is preempted in training (exit 75): ``(checkout, its .venv/bin/python to write, calls)``."""
     fake = tmp_path / "repo"
     (fake / "scripts").mkdir(parents=True)
     (fake / ".venv" / "bin").mkdir(parents=True)
     (fake / "scripts" / "quickstart.sh").write_text((REPO / "scripts" / "quickstart.sh").read_text())
     calls = tmp_path / "calls"
-    python = fake / ".venv" / "bin" / "python"
-    python.write_text("#!/bin/sh\nexit 0\n")
     cli = fake / ".venv" / "bin" / "othello-jax"
     cli.write_text(f'#!/bin/sh\necho "$1" >> {calls}\n[ "$1" = train ] && exit 75\nexit 0\n')
-    python.chmod(0o755)
     cli.chmod(0o755)
+    return fake, fake / ".venv" / "bin" / "python", calls
+
+
+def test_quickstart_stops_on_status_75_without_evaluating(tmp_path):
+    """scripts/quickstart.sh with a stand-in ``othello-jax`` whose training is preempted."""
+    fake, python, calls = _fake_quickstart(tmp_path)
+    python.write_text("#!/bin/sh\nexit 0\n")
+    python.chmod(0o755)
     result = subprocess.run(["bash", str(fake / "scripts" / "quickstart.sh")], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 75, result.stderr
@@ -141,15 +147,7 @@ def test_quickstart_stops_on_status_75_without_evaluating(tmp_path):
 
 def test_quickstart_installs_quietly_and_shows_pips_output_only_when_it_fails(tmp_path):
     """The quickstart's pip notices are hidden on success; on failure they are shown and nothing trains."""
-    fake = tmp_path / "repo"
-    (fake / "scripts").mkdir(parents=True)
-    (fake / ".venv" / "bin").mkdir(parents=True)
-    (fake / "scripts" / "quickstart.sh").write_text((REPO / "scripts" / "quickstart.sh").read_text())
-    calls = tmp_path / "calls"
-    python = fake / ".venv" / "bin" / "python"
-    cli = fake / ".venv" / "bin" / "othello-jax"
-    cli.write_text(f'#!/bin/sh\necho "$1" >> {calls}\n[ "$1" = train ] && exit 75\nexit 0\n')
-    cli.chmod(0o755)
+    fake, python, calls = _fake_quickstart(tmp_path)
     for pip_status in (0, 1):
         python.write_text(f'#!/bin/sh\necho "BuildBackendWarning: pip noise for $*" >&2\nexit {pip_status}\n')
         python.chmod(0o755)
