@@ -23,7 +23,7 @@ from absl import app, flags, logging
 from ml_collections import config_flags
 
 from othello_jax.checkpoint import CheckpointError
-from othello_jax.commands.configs import resolve_config, resolve_config_args
+from othello_jax.commands.configs import check_config_files, resolve_config, resolve_config_args
 from othello_jax.commands.train import devices_set_by_environment, use_host_devices
 from othello_jax.data.wthor import WthorError
 from othello_jax.errors import InputError
@@ -56,6 +56,7 @@ def main(argv: list[str]) -> int:
 if __name__ == "__main__":
     try:
         sys.argv[1:] = resolve_config_args(sys.argv[1:])  # config names to files, before absl reads them
+        check_config_files(sys.argv[1:])  # a file that defines no config: one line, before absl reads it
     except InputError as error:
         print(f"train_supervised: {error}", file=sys.stderr)
         sys.exit(2)

@@ -33,7 +33,13 @@ from absl import flags
 from ml_collections import config_flags
 
 from othello_jax.commands.command import failure, run_command
-from othello_jax.commands.configs import config_list, config_summary, resolve_config_args, shipped_configs
+from othello_jax.commands.configs import (
+    check_config_files,
+    config_list,
+    config_summary,
+    resolve_config_args,
+    shipped_configs,
+)
 from othello_jax.errors import InputError
 from othello_jax.training.settings.retired import check_overrides, retired_error, retired_in_message
 
@@ -41,9 +47,11 @@ EXIT_INTERRUPTED = 75  # EX_TEMPFAIL: stopped early and checkpointed; try again 
 
 
 def parse(argv: list[str]):
-    """(config, workdir) from command-line arguments; raises ``InputError`` with a one-line message."""
+    """(config, workdir) from command-line arguments; raises ``InputError`` with a one-line message
+    (a config file that defines no config among them, before anything is made)."""
     argv = resolve_config_args(argv)
     check_overrides(argv)
+    check_config_files(argv)
     values = flags.FlagValues()
     config_flag = config_flags.DEFINE_config_file("config", None, "training config file (get_config())",
                                                   flag_values=values, sys_argv=["train"] + list(argv))
