@@ -29,7 +29,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,35 @@ def _quiet_orbax() -> None:
         asyncio_logger.addFilter(_UnretrievedReads())
 
 
+class _HeldReports(logging.Filter):
+    """Takes the records of absl's logger (orbax reports through it) off the terminal and passes
+    them to this module's logger at DEBUG, where only someone who asks for them sees them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        _LOG.debug("orbax %s: %s", record.levelname, record.getMessage())
+        return False
+
+
+_LOG = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def _reading() -> Iterator[None]:
+    """While a checkpoint is opened or read, orbax's own ERROR reports (``Failed to json parse
+    Metadata file ...``, one per damaged metadata file, some read twice) go to this module's logger
+    at DEBUG instead of the terminal: a read that fails raises :class:`CheckpointError`, whose one
+    line says what is damaged, and one that succeeds (orbax reads around a damaged optional file,
+    such as ``_CHECKPOINT_METADATA``) leaves the user nothing to do. Python's public logging API
+    (a filter on absl's logger, removed after the block); orbax itself is untouched."""
+    held = _HeldReports()
+    logger = logging.getLogger("absl")
+    logger.addFilter(held)
+    try:
+        yield
+    finally:
+        logger.removeFilter(held)
+
+
 class _UnretrievedReads(logging.Filter):
     """Drops asyncio's "Future/Task exception was never retrieved" reports: the same abandoned reads
     of a failed restore as :func:`_drop_closed_loop_reports`, when their futures are collected before
@@ -159,7 +188,8 @@ def _manager(directory: Path, keep: int | None, async_save: bool, read_only: boo
         enable_async_checkpointing=async_save, cleanup_tmp_directories=not read_only)
     # orbax refuses relative paths (at the first save, deep in its writer): resolve them here
     directory = Path(directory).expanduser().absolute()
-    return ocp.CheckpointManager(directory, options=options, item_names=("variables", "train", "meta"))
+    with _reading():  # it reads the metadata of the steps already there
+        return ocp.CheckpointManager(directory, options=options, item_names=("variables", "train", "meta"))
 
 
 def _remove_unfinished(workdir: Path) -> None:
@@ -277,7 +307,8 @@ class Checkpoints:
     def read_meta(self, step: int) -> dict:
         path = self.workdir / LATEST_DIR / str(step)
         try:
-            return dict(self.latest.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta)
+            with _reading():
+                return dict(self.latest.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta)
         except Exception as error:  # orbax raises many kinds; report one line
             raise CheckpointError(f"checkpoint {path} is unreadable ({_damage(error, self.workdir)}); "
                                   f"{self._others(step)}") from None
@@ -307,9 +338,10 @@ class Checkpoints:
         the templates given (what :meth:`save_parts` saved); one-line :class:`CheckpointError` if unreadable."""
         path = self.workdir / LATEST_DIR / str(step)
         try:
-            restored = self.latest.restore(step, args=ocp.args.Composite(
-                variables=ocp.args.StandardRestore(_abstract(variables)),
-                train=ocp.args.StandardRestore(_abstract(train))))
+            with _reading():
+                restored = self.latest.restore(step, args=ocp.args.Composite(
+                    variables=ocp.args.StandardRestore(_abstract(variables)),
+                    train=ocp.args.StandardRestore(_abstract(train))))
         except Exception as error:
             raise CheckpointError(f"checkpoint {path} is unreadable or incompatible "
                                   f"({_damage(error, self.workdir)}); {self._others(step)}") from None
@@ -477,7 +509,8 @@ def load_agent_variables(path: str | Path) -> tuple[NetworkConfig, dict, int]:
     manager = _manager(directory, None, async_save=False, read_only=True)
     try:
         try:
-            meta = manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta
+            with _reading():
+                meta = manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta
             config = NetworkConfig.from_meta(meta["network"])
             size = int(meta["board_size"])
         except RetiredNetworkField as error:  # trained with an option since removed
@@ -498,8 +531,9 @@ def load_agent_variables(path: str | Path) -> tuple[NetworkConfig, dict, int]:
         target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), dict(shapes))
         target.setdefault("batch_stats", {})
         try:
-            variables = manager.restore(step, args=ocp.args.Composite(
-                variables=ocp.args.StandardRestore(target))).variables
+            with _reading():
+                variables = manager.restore(step, args=ocp.args.Composite(
+                    variables=ocp.args.StandardRestore(target))).variables
         except Exception as error:
             raise NotACheckpoint(path, f"{where} is damaged: "
                                        f"{_damage(error, path)}") from None

@@ -32,7 +32,7 @@ from tests.tiny_checkpoint import save_tiny_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
 FORMS = "pass a training workdir, WORKDIR/best, a .msgpack file or builtin:"
-NOISE = ("Traceback", "Event loop is closed", "RuntimeError")
+NOISE = ("Traceback", "Event loop is closed", "RuntimeError", "ERROR:absl", "Failed to json parse")
 
 
 def _truncate_run(run: Path) -> None:
@@ -45,6 +45,15 @@ def _truncate_run(run: Path) -> None:
             path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
 
+def _truncate_metadata(run: Path, only: str | None = None) -> None:
+    """Cut orbax's JSON metadata files (``_CHECKPOINT_METADATA``, ``_METADATA``, ``_sharding``, the
+    meta item, ...; ``only``: the files of that name) to half their length: orbax logs "Failed to
+    json parse Metadata file" through absl for each one it reads."""
+    for path in sorted(run.rglob("*")):
+        if path.is_file() and (path.name == only if only else path.read_bytes()[:1] == b"{"):
+            path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
 @pytest.fixture(scope="module")
 def bad(tmp_path_factory) -> dict[str, Path]:
     """The bad checkpoints by case name (see the module docstring)."""
@@ -53,6 +62,9 @@ def bad(tmp_path_factory) -> dict[str, Path]:
     truncated = root / "truncated-run"
     shutil.copytree(good, truncated)
     _truncate_run(truncated)
+    metadata = root / "truncated-metadata"
+    shutil.copytree(good, metadata)
+    _truncate_metadata(metadata)
     garbage = root / "model.ckpt"
     garbage.write_bytes(np.random.default_rng(0).integers(0, 256, 3000, dtype=np.uint8).tobytes())
     from flax import serialization
@@ -63,7 +75,7 @@ def bad(tmp_path_factory) -> dict[str, Path]:
     config, variables, _ = load_agent_variables(good)
     wrong_board = pretrained.save(root / "says-6x6.msgpack", config, variables, 6)  # 4x4 arrays, meta 6x6
     return {"truncated": truncated, "garbage file": garbage, "foreign msgpack": foreign,
-            "empty directory": root / "empty", "wrong architecture": wrong_board}
+            "empty directory": root / "empty", "wrong architecture": wrong_board, "truncated metadata": metadata}
 
 
 def command_lines(checkpoint: Path, scratch: Path) -> dict[str, list[str]]:
@@ -131,7 +143,8 @@ def test_a_truncated_run_is_one_line_through_the_real_cli(bad, command, tmp_path
     assert digest(checkpoint) == before
 
 
-@pytest.mark.parametrize("case", ["garbage file", "foreign msgpack", "empty directory", "wrong architecture"])
+@pytest.mark.parametrize("case", ["garbage file", "foreign msgpack", "empty directory", "wrong architecture",
+                                  "truncated metadata"])
 def test_play_refuses_every_bad_checkpoint_through_the_real_cli(bad, case, tmp_path):
     checkpoint = bad[case]
     before = digest(checkpoint)
@@ -180,3 +193,41 @@ def test_abandoned_reads_of_a_failed_restore_print_nothing_after_the_one_line_er
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines() == ["ERROR:asyncio:another asyncio error"]  # only the read is dropped
+
+
+_READ_AROUND_DAMAGE = """
+import sys
+import jax.numpy as jnp
+from othello_jax.checkpoint import Checkpoints, load_agent_variables
+run, variables = sys.argv[1], {"params": {"w": jnp.ones(3)}, "batch_stats": {}}
+if sys.argv[2] == "save":
+    saving = Checkpoints(run, keep=2, async_save=False)
+    saving.save_parts(1, variables, {"rng": jnp.zeros(2)}, {"board_size": 4})
+    saving.close()
+    sys.exit(0)
+reading = Checkpoints(run, keep=2, async_save=False)
+assert reading.read_meta(1)["board_size"] == 4
+_, train = reading.restore_parts(1, variables, {"rng": jnp.zeros(2)})
+assert train["rng"].shape == (2,)
+reading.close()
+assert load_agent_variables(sys.argv[3])[2] == 4
+print("read")
+"""
+
+
+def test_a_damaged_optional_metadata_file_reads_with_nothing_on_the_terminal(bad, tmp_path):
+    """orbax reads around a truncated ``_CHECKPOINT_METADATA``; it logged "ERROR:absl:Failed to json
+    parse Metadata file" for each read (a resumed run, a loaded network) although nothing failed."""
+    network = tmp_path / "network"
+    shutil.copytree(bad["truncated"].parent / "good", network)
+    _truncate_metadata(network, only="_CHECKPOINT_METADATA")
+    run = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    saved = subprocess.run([sys.executable, "-c", _READ_AROUND_DAMAGE, str(run), "save"], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert saved.returncode == 0, saved.stderr[-2000:]
+    _truncate_metadata(run, only="_CHECKPOINT_METADATA")
+    done = subprocess.run([sys.executable, "-c", _READ_AROUND_DAMAGE, str(run), "read", str(network)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout == "read\n", done.stderr[-3000:]
+    assert done.stderr == "", done.stderr[-3000:]
