@@ -5,9 +5,11 @@ one-line summary; it is imported only when run, so the CLI starts fast. Every co
 :func:`~othello_jax.commands.command.run_command`: bad input is one line and exit 2, a bug one
 line naming its traceback file and exit 1 (a module's ``traceback_dir(argv)``, if it has one,
 says where that file goes). Compiled programs are kept between runs (:func:`use_compilation_cache`).
+XLA's own C++ log lines below FATAL stay off the terminal (:func:`quiet_xla_logs`).
 ``--debug`` anywhere on the command line (or ``OTHELLO_JAX_DEBUG=1``)
-prints the traceback as well. The benchmarks are not commands: they run from a source checkout
-as ``python -m experiments.bench_env`` (and ``bench_selfplay``, ``bench_solver``, ...).
+prints the traceback as well, and lets XLA's log lines through. The benchmarks are not commands:
+they run from a source checkout as ``python -m experiments.bench_env`` (and ``bench_selfplay``,
+``bench_solver``, ...).
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ import importlib
 import os
 import platform
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from importlib import metadata
 from pathlib import Path
 
-from othello_jax.commands.command import DEBUG_FLAG, run_command
+from othello_jax.commands.command import DEBUG_FLAG, debug_by_environment, run_command
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, summary)
@@ -80,6 +82,25 @@ def use_compilation_cache(environ: Mapping[str, str] = os.environ) -> Path | Non
     return cache
 
 
+XLA_LOG_ENV = "TF_CPP_MIN_LOG_LEVEL"  # XLA's C++ logging: 0 all, 1 warnings up (jax's default), 2 errors, 3 fatal
+
+
+def quiet_xla_logs(environ: MutableMapping[str, str], debug: bool) -> None:
+    """Keep XLA's C++ log lines below FATAL off the terminal: set ``TF_CPP_MIN_LOG_LEVEL=3`` (call
+    it before jax is imported; XLA reads it when it loads) unless the user set it or asked for
+    ``--debug``.
+
+    XLA logs at ERROR what is no error of the user's: the 8-line ``Very slow compile?`` banner of
+    asterisks (and ``The operation took ...``) when a compile passes 2 minutes on a slow machine,
+    ``Constant folding an instruction is taking > 1s`` (both from slow_operation_alarm.cc, whose
+    2-minute threshold no flag changes). Real errors stay visible: XLA raises them as Python
+    exceptions, which the command reports in one line (a bug's traceback in its file), and a FATAL
+    check still prints why the process died. ``TF_CPP_MIN_LOG_LEVEL=1`` (or ``--debug``) shows them all.
+    """
+    if not debug:
+        environ.setdefault(XLA_LOG_ENV, "3")
+
+
 def version_line() -> str:
     """``othello-jax 0.1.0 (jax ..., flax ..., mctx ..., orbax-checkpoint ..., Python ...)``: the
     installed versions, read from the packages' metadata (nothing imported, so it is instant)."""
@@ -115,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"othello-jax: unknown command {name!r}; choose from {', '.join(sorted(COMMANDS))}", file=sys.stderr)
         return 2
+    quiet_xla_logs(os.environ, debug or debug_by_environment())  # before jax is imported
     use_compilation_cache(os.environ)  # only for a command that runs: `--help` starts without jax
     module = importlib.import_module(COMMANDS[name][0])
     return run_command(name, module.main, rest, log_dir=getattr(module, "traceback_dir", None), debug=debug)

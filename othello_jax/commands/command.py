@@ -19,7 +19,7 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from othello_jax.errors import InputError, first_line
@@ -70,6 +70,11 @@ def failure(name: str) -> Callable[..., int]:
     return fail
 
 
+def debug_by_environment(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether ``OTHELLO_JAX_DEBUG`` asks for tracebacks (any value but empty or ``0``), as ``--debug`` does."""
+    return environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
 def run_command(name: str, main: Callable[[list[str]], int | None], argv: list[str],
                 log_dir: Callable[[list[str]], str | Path | None] | None = None, debug: bool = False) -> int:
     """Run ``main(argv)`` (without ``--debug``) and turn what escapes it into an exit status.
@@ -81,7 +86,7 @@ def run_command(name: str, main: Callable[[list[str]], int | None], argv: list[s
     directory of ``train``; else a new temporary file), exit 1. With ``--debug`` anywhere in
     ``argv``, ``debug=True`` or ``OTHELLO_JAX_DEBUG=1`` the traceback goes to stderr as well.
     """
-    debug = debug or DEBUG_FLAG in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    debug = debug or DEBUG_FLAG in argv or debug_by_environment()
     argv = [arg for arg in argv if arg != DEBUG_FLAG]
     try:
         return int(main(argv) or 0)
