@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Liskowski et al.'s Conv8+BN move predictor on one lent GPU, inside one device session (issue 55):
-# build the WThor dataset there from ../shared/data/wthor (their random 5% split), train
+# build the WThor dataset there (their random 5% split) from the database where the commands find
+# it (`othello-jax wthor download`'s, $OTHELLO_JAX_WTHOR, or the project's ../shared/data/wthor), train
 # supervised:wthor_gpu for its 8-minute budget, score every held-out row, and leave the run, its
 # metrics and its network file under $OUT (default runs/).
 #
@@ -13,6 +14,9 @@ set -euo pipefail
 python="${PYTHON:-python3}"  # the interpreter with JAX (the device image's python3 by default)
 out="${OUT:-runs}"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if [[ -z "${OTHELLO_JAX_WTHOR:-}" && -d ../shared/data/wthor ]]; then
+  export OTHELLO_JAX_WTHOR=../shared/data/wthor  # a device session carries the project's copy there
+fi
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || true
 start=$(date +%s)

@@ -1,20 +1,21 @@
 """Liskowski et al.'s WThor datasets, counted their way beside their figures (issue 55's data table).
 
-    python -m experiments.wthor_reproduction --wthor ../shared/data/wthor [--json]
+    python -m experiments.wthor_reproduction [--wthor DIR] [--json]
     python -m experiments.wthor_reproduction --skip-counts --network resnet6x64=runs/wthor_cpu \
         --network zero=builtin:8x8
 
-With ``--network LABEL=CHECKPOINT`` (any 8x8 checkpoint form) it also scores each network's
-move prediction on both held-out sets, Liskowski et al.'s random 5% of the unique pairs (the
-number comparable with theirs) and the games from 2015 on (the honest one), overall, by game
-stage and by the number of legal moves, beside their networks' figures.
+The database is ``--wthor``'s, else where ``othello-jax wthor download`` puts it (or
+``$OTHELLO_JAX_WTHOR``). With ``--network LABEL=CHECKPOINT`` (any 8x8 checkpoint form) it also
+scores each network's move prediction on both held-out sets, Liskowski et al.'s random 5% of the
+unique pairs (the number comparable with theirs) and the games from 2015 on (the honest one),
+overall, by game stage and by the number of legal moves, beside their networks' figures.
 
 Original: every (position, move) example of every valid game; Unique: each (position, move) once;
 Unique-S: Unique with each row under the 8 board symmetries, de-duplicated again. A perfect
 classifier's accuracy on Original (the most played move of each position) and on Unique (one of a
 position's distinct moves) is the ceiling any move predictor has there. The paper used the database
-as it stood in 2016-2017 (119,339 games); the shared one is newer, so the counts differ by its
-games. Positions are from the mover's view, as the paper's "inverted for white" boards.
+as it stood in 2016-2017 (119,339 games); a newer one holds more games, so the counts differ by
+those. Positions are from the mover's view, as the paper's "inverted for white" boards.
 """
 
 from __future__ import annotations
@@ -104,7 +105,9 @@ def accuracy_table(results: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--wthor", default="../shared/data/wthor", help="a directory of WTH_YYYY.wtb files")
+    parser.add_argument("--wthor", default=None, help="a directory of WTH_YYYY.wtb files (default: where "
+                                                      f"`{wthor.DOWNLOAD_COMMAND}` puts them, "
+                                                      f"{wthor.default_directory()})")
     parser.add_argument("--json", action="store_true", help="print the counts as JSON")
     parser.add_argument("--network", type=labelled, action="append", default=[], metavar="LABEL=CHECKPOINT",
                         help="LABEL=CHECKPOINT: also score this network on both held-out sets")
@@ -116,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     try:
+        args.wthor = str(wthor.require_database(args.wthor, "pass --wthor=DIR"))
         record = {}
         if not args.skip_counts:
             record["counts"] = count(args.wthor)

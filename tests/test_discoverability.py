@@ -118,7 +118,8 @@ def test_train_supervised_takes_config_names_through_the_same_resolver(tmp_path)
 
     named = supervised("supervised:cpu")
     assert named.returncode == 2 and named.stderr == (
-        "train_supervised: WThor database not found at /nonexistent/wthor; set --config.data.wthor_dir\n")
+        "train_supervised: WThor database not found at /nonexistent/wthor; run `othello-jax wthor download` to "
+        "fetch the Fédération Française d'Othello's expert games (~9 MB), or set --config.data.wthor_dir\n")
     unknown = supervised("supervized")
     assert unknown.returncode == 2 and unknown.stderr == (
         f"train_supervised: no shipped config named 'supervized'; give a config file or a shipped config's name: "

@@ -67,6 +67,9 @@ COMMANDS: dict[str, str] = {
     # a GUI's GTP conversation with `engine --protocol=gtp` serving builtin:6x6
     "othello-jax engine --protocol=gtp --checkpoint=builtin:8x8-expert":
         "tests/test_entry_points.py::test_engine_serves_a_network_over_gtp",
+    # the installed command into the user cache, from a local server laid out as the FFO's site
+    "othello-jax wthor download":
+        "tests/test_wthor_download.py::test_the_command_fills_the_user_cache_where_the_readers_look",
     # the expert start on a small WThor slice, each step shortened by overrides
     "python -m experiments.train_supervised --config=experiments/configs/supervised.py:expert8_cpu "
     "--workdir=runs/expert8":

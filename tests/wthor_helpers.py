@@ -43,3 +43,14 @@ def write_players(path: str | os.PathLike, names: list[str]) -> None:
 def write_tournaments(path: str | os.PathLike, names: list[str]) -> None:
     """Write a ``WTHOR.TRN``-style tournament file."""
     _write_names(path, names, wthor.TOURNAMENT_NAME_BYTES)
+
+
+def sample_games(count: int, seed: int = 0) -> wthor.Games:
+    """``count`` records of random players and scores opening f5 d6 c3 (for tests of files, never replayed)."""
+    rng = np.random.default_rng(seed)
+    moves = np.zeros((count, wthor.MOVES_PER_GAME), np.uint8)
+    moves[:, :3] = (56, 64, 33)  # f5 d6 c3 as 10 * row + column
+    number = lambda high: rng.integers(0, high, count).astype(np.uint16)
+    score = rng.integers(0, 65, count).astype(np.uint8)
+    return wthor.Games(tournament=number(3), black=number(4), white=number(4), black_score=score,
+                       theoretical_score=score, moves=moves, year=np.zeros(count, np.uint16))

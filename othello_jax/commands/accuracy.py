@@ -1,5 +1,6 @@
 """`othello-jax accuracy`: how often a network's policy picks the expert's move.
 
+    othello-jax wthor download                                          # once: the database, ~9 MB
     othello-jax accuracy --checkpoint=runs/sl_cpu
     othello-jax accuracy --checkpoint=runs/o8/best --positions=50000 --json
     othello-jax accuracy --checkpoint=runs/wthor_cpu --split=random     # Liskowski et al.'s split
@@ -18,25 +19,23 @@ builtin:8x8-expert).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
-from pathlib import Path
 
 from othello_jax.commands.command import add_checkpoint_argument, add_json_flag, failure, make_parser, print_json
+from othello_jax.data import wthor
 from othello_jax.errors import InputError
 from othello_jax.notices import compiling_then
 
-DEFAULT_WTHOR = os.environ.get("OTHELLO_JAX_WTHOR", "../shared/data/wthor")
 DEFAULT_CACHE = "~/.cache/othello-jax"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = make_parser("accuracy", __doc__)
     add_checkpoint_argument(parser, required=True)
-    parser.add_argument("--wthor", default=DEFAULT_WTHOR,
-                        help=f"WThor directory with WTH_YYYY.wtb files "
-                             f"(default {DEFAULT_WTHOR}; env OTHELLO_JAX_WTHOR)")
+    parser.add_argument("--wthor", default=None,
+                        help=f"WThor directory with WTH_YYYY.wtb files (default ${wthor.DIRECTORY_ENV}, else "
+                             f"where `{wthor.DOWNLOAD_COMMAND}` puts it: {wthor.default_directory()})")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE,
                         help=f"where the built dataset is cached (default {DEFAULT_CACHE}; '' to disable)")
     parser.add_argument("--split", choices=("year", "random"), default="year",  # expert.SPLITS; --help imports no jax
@@ -61,8 +60,10 @@ def main(argv: list[str]) -> int:
         return fail(f"--positions must be >= 0, got {args.positions}")
     if args.batch_size < 1:
         return fail(f"--batch-size must be >= 1, got {args.batch_size}")
-    if not Path(args.wthor).expanduser().is_dir():
-        return fail(f"WThor database not found at {args.wthor}; pass --wthor=DIR")
+    try:
+        database = wthor.require_database(args.wthor, "pass --wthor=DIR")
+    except InputError as error:
+        return fail(error)
 
     from othello_jax.checkpoint import CheckpointError, load_agent_variables
     from othello_jax.data import expert, move_prediction
@@ -76,13 +77,13 @@ def main(argv: list[str]) -> int:
         return fail(f"the checkpoint holds a {size}x{size} network; expert games are 8x8")
     progress = None if args.json else _progress
     try:
-        data = expert.load_expert_data(Path(args.wthor).expanduser(), args.test_from_year,
+        data = expert.load_expert_data(database, args.test_from_year,
                                        args.cache_dir or None, progress=progress, split=args.split)
     except InputError as error:  # an unreadable WThor file
         return fail(str(error))
     rows = move_prediction.subsample(data.test, args.positions)
     if rows.size == 0:
-        return fail(f"no held-out positions in {args.wthor} ({held_out(args)})")
+        return fail(f"no held-out positions in {database} ({held_out(args)})")
     print(compiling_then(f"ranking the expert moves of {rows.size} positions", "the network") + "...",
           file=sys.stderr, flush=True)
     started = time.time()

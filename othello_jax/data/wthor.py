@@ -17,6 +17,11 @@ little-endian.
 Malformed files raise :class:`WthorError` with a one-line message naming the file and the
 problem. Malformed *moves* inside well-formed records are the replay's business (see
 ``othello_jax.data.replay``).
+
+Where the database is: :func:`default_directory` (``$OTHELLO_JAX_WTHOR``, else the user cache that
+``othello-jax wthor download`` fills, ``othello_jax.data.wthor_download``); every reader resolves an
+unset directory there (:func:`resolve_directory`) and says how to get it when it is missing
+(:func:`require_database`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import dataclasses
 import datetime
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,6 +43,11 @@ GAME_BYTES = 68
 MOVES_PER_GAME = 60
 PLAYER_NAME_BYTES = 20
 TOURNAMENT_NAME_BYTES = 26
+PLAYERS_FILE = "WTHOR.JOU"
+TOURNAMENTS_FILE = "WTHOR.TRN"
+DIRECTORY_ENV = "OTHELLO_JAX_WTHOR"  # a WThor directory every reader uses by default
+DOWNLOAD_COMMAND = "othello-jax wthor download"
+DATABASE_SIZE = "~9 MB"  # the yearly game files 1977-2025 and the two names files
 NO_MOVE = -1  # decoded action for "no move recorded" (a 0 byte)
 BAD_CODE = -2  # decoded action for a byte that is neither 0 nor a square
 
@@ -105,12 +116,12 @@ def _parse_header(data: bytes, path: Path) -> Header:
                   game_type=int(h["game_type"]), depth=int(h["depth"]))
 
 
-def _check_length(data: bytes, count: int, record_bytes: int, what: str, path: Path) -> None:
+def _check_length(size: int, count: int, record_bytes: int, what: str, path: Path) -> None:
     expected = HEADER_BYTES + count * record_bytes
-    if len(data) != expected:
-        problem = "truncated" if len(data) < expected else "has trailing bytes"
+    if size != expected:
+        problem = "truncated" if size < expected else "has trailing bytes"
         raise WthorError(f"{path}: {problem}: the header announces {count} {what} of {record_bytes} bytes "
-                         f"({expected} bytes in all) but the file has {len(data)} bytes")
+                         f"({expected} bytes in all) but the file has {size} bytes")
 
 
 def read_games(path: str | os.PathLike) -> tuple[Header, Games]:
@@ -120,7 +131,7 @@ def read_games(path: str | os.PathLike) -> tuple[Header, Games]:
     header = _parse_header(data, path)
     if header.board_size != 8:
         raise WthorError(f"{path}: board size {header.board_size} is not supported (only 8x8 games)")
-    _check_length(data, header.num_games, GAME_BYTES, "games", path)
+    _check_length(len(data), header.num_games, GAME_BYTES, "games", path)
     rec = np.frombuffer(data, _RECORD, count=header.num_games, offset=HEADER_BYTES)
     games = Games(
         tournament=rec["tournament"].copy(), black=rec["black"].copy(), white=rec["white"].copy(),
@@ -133,7 +144,7 @@ def _read_names(path: str | os.PathLike, record_bytes: int, what: str) -> list[s
     path = Path(path)
     data = _read_bytes(path)
     header = _parse_header(data, path)
-    _check_length(data, header.num_names, record_bytes, what, path)
+    _check_length(len(data), header.num_names, record_bytes, what, path)
     body = data[HEADER_BYTES:]
     return [body[i * record_bytes:(i + 1) * record_bytes].split(b"\0", 1)[0].decode("latin-1").strip()
             for i in range(header.num_names)]
@@ -147,6 +158,31 @@ def read_players(path: str | os.PathLike) -> list[str]:
 def read_tournaments(path: str | os.PathLike) -> list[str]:
     """Tournament names from ``WTHOR.TRN`` (index = tournament number in the game records)."""
     return _read_names(path, TOURNAMENT_NAME_BYTES, "tournament names")
+
+
+def check_file(path: str | os.PathLike, name: str | None = None) -> Header:
+    """The header of a whole, well-formed WThor file: a ``WTH_YYYY.wtb`` game file (8x8, 68 bytes a
+    game) or a ``WTHOR.JOU`` / ``WTHOR.TRN`` names file (20 / 26 bytes a name), the kind told by
+    ``name`` (default: the file's own name), its size what the header announces; else
+    :class:`WthorError`. Reads only the header, so a download can be checked before it is kept."""
+    path = Path(path)
+    name = (name or path.name).upper()
+    if not path.is_file():
+        raise WthorError(f"{path}: no such WThor file")
+    with path.open("rb") as file:
+        header = _parse_header(file.read(HEADER_BYTES), path)
+    size = path.stat().st_size
+    if _GAME_FILE.fullmatch(name):
+        if header.board_size != 8:
+            raise WthorError(f"{path}: board size {header.board_size} is not supported (only 8x8 games)")
+        _check_length(size, header.num_games, GAME_BYTES, "games", path)
+    elif name == PLAYERS_FILE:
+        _check_length(size, header.num_names, PLAYER_NAME_BYTES, "player names", path)
+    elif name == TOURNAMENTS_FILE:
+        _check_length(size, header.num_names, TOURNAMENT_NAME_BYTES, "tournament names", path)
+    else:
+        raise WthorError(f"{path}: not a WThor file name (WTH_YYYY.wtb, {PLAYERS_FILE} or {TOURNAMENTS_FILE})")
+    return header
 
 
 def decode_moves(codes: np.ndarray) -> np.ndarray:
@@ -187,6 +223,32 @@ class Database:
 _GAME_FILE = re.compile(r"WTH_(\d{4})\.wtb", re.IGNORECASE)
 
 
+def default_directory(environ: Mapping[str, str] = os.environ) -> Path:
+    """Where the readers look for the database unless told: ``$OTHELLO_JAX_WTHOR``, else
+    ``$XDG_CACHE_HOME/othello-jax/wthor``, else ``~/.cache/othello-jax/wthor`` (where ``othello-jax
+    wthor download`` puts it), so a fresh clone needs no flag once the database is fetched."""
+    if environ.get(DIRECTORY_ENV):
+        return Path(environ[DIRECTORY_ENV]).expanduser()
+    cache = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".cache")
+    return Path(cache).expanduser() / "othello-jax" / "wthor"
+
+
+def resolve_directory(directory: str | os.PathLike | None, environ: Mapping[str, str] = os.environ) -> Path:
+    """A directory given (``~`` expanded), or :func:`default_directory` when it is None or empty."""
+    return Path(directory).expanduser() if directory else default_directory(environ)
+
+
+def require_database(directory: str | os.PathLike | None, option: str,
+                     environ: Mapping[str, str] = os.environ) -> Path:
+    """The resolved directory if it holds ``WTH_YYYY.wtb`` files; else :class:`WthorError` in one line
+    saying how to get the database, or ``option`` (e.g. ``pass --wthor=DIR``) to point at a copy."""
+    path = resolve_directory(directory, environ)
+    if not (path.is_dir() and any(_GAME_FILE.fullmatch(p.name) for p in path.iterdir())):
+        raise WthorError(f"WThor database not found at {path}; run `{DOWNLOAD_COMMAND}` to fetch the "
+                         f"Fédération Française d'Othello's expert games ({DATABASE_SIZE}), or {option}")
+    return path
+
+
 def game_files(directory: str | os.PathLike) -> list[Path]:
     """The ``WTH_YYYY.wtb`` files of a directory, oldest first."""
     directory = Path(directory)
@@ -218,7 +280,7 @@ def load_database(directory: str | os.PathLike) -> Database:
     files = game_files(directory)
     parts = [read_games(p)[1] for p in files]
     directory = Path(directory)
-    jou, trn = _find(directory, "WTHOR.JOU"), _find(directory, "WTHOR.TRN")
+    jou, trn = _find(directory, PLAYERS_FILE), _find(directory, TOURNAMENTS_FILE)
     return Database(games=concatenate(parts),
                     players=read_players(jou) if jou else [],
                     tournaments=read_tournaments(trn) if trn else [],

@@ -50,7 +50,8 @@ SUPERVISED_FIELDS: tuple[Field, ...] = (
 )
 DATA_FIELDS: tuple[Field, ...] = (
     ("labels", "", "comma-separated labelled sets (.npz, from make-labels) to learn from instead of WThor; '' = WThor"),
-    ("wthor_dir", "../shared/data/wthor", "a directory of WTH_YYYY.wtb files"),
+    ("wthor_dir", "", "a directory of WTH_YYYY.wtb files; '' = $OTHELLO_JAX_WTHOR, else where `othello-jax wthor "
+     "download` puts them ($XDG_CACHE_HOME/othello-jax/wthor or ~/.cache/othello-jax/wthor)"),
     ("cache_dir", "~/.cache/othello-jax", "where the built dataset is cached as .npz; '' = no cache"),
     ("split", "year", "WThor's held-out rows: year (games from test_from_year on: the honest figure) or random "
      "(a test_share of the unique (position, move) rows, as Liskowski et al.)"),

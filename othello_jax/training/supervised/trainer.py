@@ -35,7 +35,7 @@ from jax.sharding import Mesh
 from ml_collections import ConfigDict
 
 from othello_jax import checkpoint
-from othello_jax.data import expert, move_prediction
+from othello_jax.data import expert, move_prediction, wthor
 from othello_jax.errors import need
 from othello_jax.game import Othello
 from othello_jax.model import AlphaZeroNet, init_variables, make_network
@@ -183,8 +183,7 @@ def check_config(config: ConfigDict) -> SupervisedSettings:
         for path in label_targets.parse_paths(settings.data.labels):
             need(Path(path).expanduser().is_file(), f"labels file not found: {path}")
     else:
-        need(Path(settings.data.wthor_dir).expanduser().is_dir(),
-             f"WThor database not found at {settings.data.wthor_dir}; set --config.data.wthor_dir")
+        wthor.require_database(settings.data.wthor_dir, "set --config.data.wthor_dir")
     return settings
 
 
@@ -211,8 +210,9 @@ class Source:
 def wthor_source(settings: SupervisedSettings, log: Callable[[str], None]) -> Source:
     """The expert games: one-hot expert moves and mean results; held out: top-1/top-3 accuracy."""
     cache = str(Path(settings.data.cache_dir).expanduser()) if settings.data.cache_dir else None
-    log(f"loading expert data from {settings.data.wthor_dir} (cache: {cache or 'off'}) ...")
-    data = expert.load_expert_data(settings.data.wthor_dir, settings.data.test_from_year, cache,
+    directory = wthor.resolve_directory(settings.data.wthor_dir)
+    log(f"loading expert data from {directory} (cache: {cache or 'off'}) ...")
+    data = expert.load_expert_data(directory, settings.data.test_from_year, cache,
                                    split=settings.data.split, test_share=settings.data.test_share,
                                    value_target=settings.data.value_target)
     log(data.summary())
