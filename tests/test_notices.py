@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -35,6 +36,19 @@ CACHED = " (cached for next time)"  # the tests' own compilation cache is on (co
 READY = re.compile(r"first move ready in \S+ s")  # after a first move that took 3 s or more
 
 
+def notice(what: str) -> str:
+    """The pattern of the compile notice for WHAT with the tests' cache on: cold (with the typical
+    time where one is known for this machine) or warm (another test compiled it first)."""
+    what = re.escape(what)
+    cold = rf"compiling {what} \((about [^;]+ the first time; )?cached for next time\)"
+    return rf"({cold}|loading {what} from the compilation cache)"
+
+
+def first_move(what: str) -> str:
+    """The pattern of the players' first-move line for WHAT."""
+    return rf"preparing the first move: {notice(what)}\.\.\."
+
+
 # ---- the helper -----------------------------------------------------------------------------
 def test_say_while_says_before_and_how_long_after_a_long_wait_only():
     lines = []
@@ -52,13 +66,66 @@ def test_say_while_says_before_and_how_long_after_a_long_wait_only():
     assert [notices.format_seconds(s) for s in (4.24, 47.4, 185)] == ["4.2 s", "47 s", "3m05s"]
 
 
-def test_compiling_says_cached_only_with_the_persistent_cache(monkeypatch):
+def test_compiling_says_cached_only_with_the_persistent_cache(monkeypatch, tmp_path):
+    monkeypatch.setattr(notices, "_configured_cache_dir", lambda: str(tmp_path))  # an empty index
+    monkeypatch.setattr(notices, "_machine", lambda jax: ("gpu:test", "this GPU"))  # no reference figure
     assert notices.compiling("the match") == "compiling the match" + CACHED
     assert notices.compiling_then("playing", "the agent") == f"compiling the agent{CACHED}, then playing"
     monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR")
     monkeypatch.setattr(notices, "_configured_cache_dir", lambda: None)  # jax's setting, as if never made
     assert not notices.compilation_cached()
     assert notices.compiling("the match") == "compiling the match"
+
+
+def test_a_cold_notice_quotes_the_reference_time_on_the_reference_machine_only(monkeypatch, tmp_path):
+    monkeypatch.setattr(notices, "_configured_cache_dir", lambda: str(tmp_path))
+    monkeypatch.setattr(notices, "_machine", lambda jax: ("cpu-2c", "a 2-core CPU"))
+    seconds = notices.format_seconds(notices.REFERENCE_SECONDS["the search for 8x8"])
+    assert notices.compiling("the search for 8x8") == (
+        f"compiling the search for 8x8 (about {seconds} on a 2-core CPU the first time; cached for next time)")
+    monkeypatch.setattr(notices, "_machine", lambda jax: ("cpu-8c", "an 8-core CPU"))  # not measured there yet
+    assert notices.compiling("the search for 8x8") == "compiling the search for 8x8" + CACHED
+
+
+# a tiny program compiled under a compile notice; argv: the notice's key, which also changes the program
+_TINY = """
+import sys
+import jax
+import jax.numpy as jnp
+from othello_jax import notices
+
+lines = []
+program = jax.jit(lambda x: jnp.sin(x) * len(sys.argv[1]) + jnp.cos(x))
+notice = notices.compiling("the tiny program", key=sys.argv[1])
+with notices.say_while(notice.reworded(str(notice)), lines.append, done="compiled", long_s=0.0):  # as the players
+    program(jnp.ones(3)).block_until_ready()
+assert not notices._PENDING  # the compile was recorded when its block ended
+print("\\n".join(lines))
+"""
+
+
+def test_a_cold_start_says_compiling_and_a_warm_one_loading(tmp_path):
+    """The notice is decided before compiling, from the index the project keeps in jax's cache
+    directory, and the line after says what happened (jax's cache events)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "xla"),
+           "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+
+    def run(key: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", _TINY, key], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.splitlines()
+
+    cold = run("a")
+    assert cold[0] == "compiling the tiny program (cached for next time)..." and cold[1].startswith("compiled in ")
+    warm = run("a")
+    assert warm[0] == "loading the tiny program from the compilation cache..." and warm[1].startswith("loaded in ")
+    other = run("bb")  # another program under the same name: cold, with the time the first one took here
+    assert re.fullmatch(r"compiling the tiny program \(about \S+ s on an? \d+-core CPU the first time; "
+                        r"cached for next time\)\.\.\.", other[0]), other
+    assert other[1].startswith("compiled in ")
+    index = json.loads((tmp_path / "xla" / notices.INDEX_FILE).read_text())
+    assert len(index["programs"]) == 2 and all(record["cached"] for record in index["programs"].values())
 
 
 # ---- the players' first move ----------------------------------------------------------------
@@ -82,13 +149,14 @@ def test_the_engine_announces_its_first_move_on_stderr_once_per_agent(fresh_agen
     responses = out.getvalue().split("\n\n")[:-1]
     assert len(responses) == len(commands) and all(re.fullmatch(r"=( [a-h][1-8])?", r) for r in responses)
     err = [line for line in capsys.readouterr().err.splitlines() if not READY.fullmatch(line)]
-    assert err == [f"preparing the first move: compiling the search for 6x6{CACHED}...",
-                   f"preparing the first move: compiling the search for 8x8{CACHED}..."]
+    assert len(err) == 2, err
+    assert re.fullmatch(first_move("the search for 6x6"), err[0]) and re.fullmatch(first_move("the search for 8x8"),
+                                                                                     err[1]), err
 
 
 @pytest.mark.parametrize("name, said", [
-    ("alphabeta:3,solve=16,solver=c", "compiling the search for 4x4"),
-    ("random", "compiling the agent for 4x4"),
+    ("alphabeta:3,solve=16,solver=c", "the search for 4x4"),
+    ("random", "the agent for 4x4"),
     ('gtp:cmd="edax -gtp"', None),  # an external engine: nothing of ours compiles
     ("perfect", None),
 ])
@@ -97,7 +165,8 @@ def test_the_notice_names_what_the_agent_compiles(fresh_agents, name, said):
     agent = first_legal_agent(Othello(4), name)
     with session_module.announce_preparation(agent, Othello(4), lines.append):
         pass
-    assert lines == ([] if said is None else [f"preparing the first move: {said}{CACHED}..."])
+    assert len(lines) == (0 if said is None else 1), lines
+    assert said is None or re.fullmatch(first_move(said), lines[0]), lines
     with session_module.announce_preparation(agent, Othello(4), lines.append):  # a later move
         pass
     assert len(lines) == (0 if said is None else 1)
@@ -110,7 +179,7 @@ def test_play_announces_the_agents_first_move_on_stderr(fresh_agents, capsys):
     assert re.search(r"^black \(greedy\) plays [a-d][1-4]$", out.getvalue(), re.M)
     assert "preparing" not in out.getvalue()
     err = [line for line in capsys.readouterr().err.splitlines() if not READY.fullmatch(line)]
-    assert err == [f"preparing the first move: compiling the agent for 4x4{CACHED}..."]
+    assert len(err) == 1 and re.fullmatch(first_move("the agent for 4x4"), err[0]), err
 
 
 def test_the_engine_command_keeps_its_stdout_to_protocol_lines():
@@ -121,7 +190,7 @@ def test_the_engine_command_keeps_its_stdout_to_protocol_lines():
     assert re.fullmatch(r"= [a-d][1-4]\n\n= [a-d][1-4]\n\n=\n\n", result.stdout), result.stdout
     err = result.stderr.splitlines()
     assert err[0] == "othello-jax engine: greedy on 4x4, speaking GTP"
-    assert err[1] == f"preparing the first move: compiling the agent for 4x4{CACHED}..."
+    assert re.fullmatch(first_move("the agent for 4x4"), err[1]), err
     assert len(err) in (2, 3) and (len(err) == 2 or READY.fullmatch(err[2]))
 
 
@@ -142,7 +211,7 @@ def test_eval_reports_progress_and_the_result_of_the_whole_batch(monkeypatch, ca
     assert games == sorted(games) and games[-1] == 40
     assert eval_command.main(EVAL + ["--batch=20"]) == 0  # all 20 openings at once, as without progress lines
     batched = capsys.readouterr().out.splitlines()
-    timed = lambda line: line.startswith(("  time", "compil")) or PROGRESS.match(line)  # times differ
+    timed = lambda line: line.startswith(("  time", "compil", "load")) or PROGRESS.match(line)  # times differ
     assert [line for line in out if not timed(line)] == [line for line in batched if not timed(line)]
     score = next(line for line in out if line.startswith("  score")).split()[1]
     assert progress[-1].group(4) == score  # the last line's score is the match's
@@ -196,7 +265,7 @@ def test_a_match_says_when_it_compiles_and_not_when_it_reuses_the_program(monkey
     lines, said = arena.match_openings(game, 4, jax.random.PRNGKey(0)), []
     first, second = parse_agent("greedy", game), parse_agent("random", game)
     arena.play_match(game, first, second, lines, jax.random.PRNGKey(1), say=said.append)
-    assert said[0] == f"compiling the match greedy vs random{CACHED}..."
+    assert re.fullmatch(notice("the match greedy vs random") + r"\.\.\.", said[0]), said
     said.clear()
     arena.play_match(game, first, second, lines, jax.random.PRNGKey(2), say=said.append)
     assert said == []
@@ -215,8 +284,8 @@ def test_the_training_loop_says_before_compiling_a_stage():
     clock = types.SimpleNamespace(now=lambda: 0.0, record_compile=lambda seconds: seconds)
     lines = []
     step, seconds = loop._compile(program, 0, None, None, clock, lines.append)
-    assert lines == [f"compiling stage 0's training iteration{CACHED}...",
-                     "compiled stage 0 (from iteration 0, 8 simulations) in 0.0s"]
+    assert len(lines) == 2 and re.fullmatch(notice("stage 0's training iteration") + r"\.\.\.", lines[0]), lines
+    assert lines[1] == "compiled stage 0 (from iteration 0, 8 simulations) in 0.0s"
 
 
 def test_the_c_solvers_first_build_says_so(monkeypatch, tmp_path, capsys):

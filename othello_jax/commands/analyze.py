@@ -18,7 +18,7 @@ from othello_jax.commands.command import failure, make_parser
 from othello_jax.evaluation.analysis import format_analysis
 from othello_jax.game import NotationError, Othello, render
 from othello_jax.interface.session import GameSession, color_name
-from othello_jax.notices import compiling, say_while
+from othello_jax.notices import compiling, say_while, shapes
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,8 +46,11 @@ def main(argv: list[str]) -> int:
     if session.is_over:
         print(f"game over: {session.result_text()}")
         return 0
-    with say_while(compiling(f"the search for {session.game.size}x{session.game.size}"), done="searched"):
-        analysis = player.analyzer.analyze(session.state, jax.random.PRNGKey(args.seed))
+    size = session.game.size
+    analyzer = player.analyzer
+    program = ("analyze", shapes(analyzer.variables), str(analyzer.search_config), analyzer.value_margin)
+    with say_while(compiling(f"the search for {size}x{size}", key=program), done="searched"):
+        analysis = analyzer.analyze(session.state, jax.random.PRNGKey(args.seed))
     print(f"{color_name(session.to_move)} to move; {player.name}")
     print(format_analysis(analysis, top=args.top))
     return 0

@@ -29,7 +29,7 @@ from othello_jax.agents import Agent
 from othello_jax.errors import InputError
 from othello_jax.evaluation import openings as openings_lib
 from othello_jax.game import BLACK, Othello, State, format_transcript
-from othello_jax.notices import Say, compiling, say_while
+from othello_jax.notices import Say, compiling, say_while, shapes
 
 
 class ArenaError(RuntimeError):
@@ -165,14 +165,9 @@ Report = Callable[[int, State, State], None]
 _EXECUTABLES: dict = {}  # signature -> compiled match, so compile time can be reported apart
 
 
-def _shapes(tree) -> tuple:
-    leaves, structure = jax.tree.flatten(tree)
-    return (str(structure),) + tuple((np.shape(x), str(getattr(x, "dtype", type(x)))) for x in leaves)
-
-
-def _saying(doing: str, say: Say | None, done: str) -> contextlib.AbstractContextManager:
-    """``say_while(doing, say, done)``, or nothing where there is no ``say``."""
-    return say_while(doing, say, done) if say is not None else contextlib.nullcontext()
+def _saying(doing: str | None, say: Say | None, done: str) -> contextlib.AbstractContextManager:
+    """``say_while(doing, say, done)``, or nothing where there is no ``say`` (or nothing to say)."""
+    return say_while(doing, say, done) if say is not None and doing is not None else contextlib.nullcontext()
 
 
 def _play_compiled(game: Othello, first: Agent, second: Agent, starts: State, key: jax.Array,
@@ -183,13 +178,14 @@ def _play_compiled(game: Othello, first: Agent, second: Agent, starts: State, ke
     plies = max_plies(game)
     match = _match_start(game, starts, key)
     args = (match, np.int32(plies), first_params, second_params)
-    signature = (game, first_fn, second_fn, _shapes(args))
+    signature = (game, first_fn, second_fn, shapes(args))
     compile_seconds = 0.0
     if signature not in _EXECUTABLES:
         if len(_EXECUTABLES) >= 16:
             _EXECUTABLES.pop(next(iter(_EXECUTABLES)))
         begin = time.perf_counter()
-        with _saying(compiling(f"the match {first.name} vs {second.name}"), say, "compiled"):
+        program = ("match", game.size, first.name, second.name, shapes(args))
+        with _saying(compiling(f"the match {first.name} vs {second.name}", key=program), say, "compiled"):
             _EXECUTABLES[signature] = _compiled_match(game, first_fn, second_fn).lower(*args).compile()
         compile_seconds = time.perf_counter() - begin
     stretch = plies if report is None else progress_plies(game)
@@ -224,7 +220,9 @@ def _play_host(game: Othello, first: Agent, second: Agent, starts: State, key: j
             break
         key, first_key, second_key = jax.random.split(key, 3)
         for_first, for_second, first_in_0 = split(s0, s1)
-        with _saying(compiling("the agents' moves"), None if ply or external else say, "compiled"):
+        announce = ply == 0 and not external and say is not None
+        program = ("host match", game.size, first.name, second.name, starts.ply.shape)
+        with _saying(compiling("the agents' moves", key=program) if announce else None, say, "compiled"):
             first_actions = jnp.asarray(first.act(for_first, first_key), jnp.int32)
             second_actions = jnp.asarray(second.act(for_second, second_key), jnp.int32)
         s0, s1, m0, m1, ill_f, ill_s = advance(s0, s1, first_in_0, first_actions, second_actions)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -32,7 +33,7 @@ from othello_jax.game import (
     square_name,
 )
 from othello_jax.game import bitboard as bb
-from othello_jax.notices import Say, compiling, say_while
+from othello_jax.notices import Say, compiling, say_while, shapes
 
 
 class IllegalMove(NotationError):
@@ -214,8 +215,10 @@ def _what_compiles(agent: Any) -> str | None:
 def announce_preparation(agent: Any, game: Othello, say: Say | None = None) -> contextlib.AbstractContextManager:
     """Wrap an agent's move (or a search with its program, such as a network's analysis): the first
     time this agent moves in the process, say "preparing the first move: compiling the search for
-    8x8 (cached for next time)..." and, once it took long, "first move ready in 47 s" (``say``:
-    standard error by default, where an engine's protocol on standard output stays clean).
+    8x8 (about 40 s on a 2-core CPU the first time; cached for next time)..." (or "loading the
+    search for 8x8 from the compilation cache...") and, once it took long, "first move ready in
+    47 s" (``say``: standard error by default, where an engine's protocol on standard output
+    stays clean).
     Later moves and agents that compile nothing: nothing is said. The one place the players
     (`play`, the GTP and NBoard engines) announce their first move."""
     if not _first_move_of(agent):
@@ -223,8 +226,16 @@ def announce_preparation(agent: Any, game: Othello, say: Say | None = None) -> c
     what = _what_compiles(agent)
     if what is None:
         return contextlib.nullcontext()
-    return say_while(f"preparing the first move: {compiling(f'{what} for {game.size}x{game.size}')}", say,
-                     done="first move ready")
+    notice = compiling(f"{what} for {game.size}x{game.size}", key=program_key(agent))
+    return say_while(notice.reworded(f"preparing the first move: {notice}"), say, done="first move ready")
+
+
+def program_key(agent: Any) -> tuple:
+    """What fixes the program an agent's first move compiles, for the compile notices' index: its
+    kind, name (a spec, or "network, 64 sims"), its parameters' shapes (a network's architecture;
+    the weights are arguments) and the command line (which names the checkpoint)."""
+    params = getattr(agent, "params", None)
+    return type(agent).__name__, str(getattr(agent, "name", "")), shapes(params), sys.argv[1:]
 
 
 def agent_action(agent: Any, state: State, key: jax.Array) -> int:
