@@ -27,7 +27,7 @@ from othello_jax.commands.configs import check_config_files, resolve_config, res
 from othello_jax.commands.train import devices_set_by_environment, use_host_devices
 from othello_jax.data.wthor import WthorError
 from othello_jax.errors import InputError
-from othello_jax.training.runner.loop import TrainingInterrupted
+from othello_jax.training.runner.loop import StopSignals, TrainingInterrupted
 from othello_jax.training.supervised import trainer as supervised
 
 _CONFIG = config_flags.DEFINE_config_file("config", resolve_config("supervised"),
@@ -43,7 +43,8 @@ def main(argv: list[str]) -> int:
     if not devices_set_by_environment():
         use_host_devices(len(os.sched_getaffinity(0)))  # one CPU device per core (no effect elsewhere)
     try:
-        supervised.run(_CONFIG.value, _WORKDIR.value, log=lambda line: print(line, flush=True))
+        supervised.run(_CONFIG.value, _WORKDIR.value, log=lambda line: print(line, flush=True),
+                       signals=StopSignals(prefix="train_supervised: ", abort_process=True))
     except TrainingInterrupted as stop:
         print(f"train_supervised: {stop}", file=sys.stderr)
         return 75  # EX_TEMPFAIL, as othello-jax train: stopped and checkpointed; run again to resume

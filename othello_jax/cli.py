@@ -22,7 +22,7 @@ from collections.abc import Mapping, MutableMapping
 from importlib import metadata
 from pathlib import Path
 
-from othello_jax.commands.command import DEBUG_FLAG, debug_by_environment, run_command
+from othello_jax.commands.command import DEBUG_FLAG, debug_by_environment, exit_process, run_command
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, summary)
@@ -144,5 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     return run_command(name, module.main, rest, log_dir=getattr(module, "traceback_dir", None), debug=debug)
 
 
+def entry() -> None:
+    """The ``othello-jax`` program: :func:`main`, then the process ends with its status."""
+    exit_process(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

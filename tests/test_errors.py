@@ -59,7 +59,7 @@ def _project_exception_classes() -> list[type[BaseException]]:
 
 
 # not bad input: a run stopped by a signal, a match that an agent broke with an illegal move
-NOT_INPUT = {"TrainingInterrupted", "ArenaError"}
+NOT_INPUT = {"TrainingInterrupted", "StoppedBeforeFirstIteration", "Abandoned", "ArenaError"}
 
 
 def test_every_error_class_of_the_project_for_input_is_an_input_error():

@@ -56,10 +56,12 @@ def test_sigterm_checkpoints_exits_75_and_the_next_start_resumes(tmp_path, compi
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 75, err[-2000:]
 
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err  # one line: where it stopped, how to resume
+    lines = stderr_lines(err)
+    assert len(lines) == 2, err  # one line at once saying what happens, one saying where it stopped
+    assert re.fullmatch(r"othello-jax train: stopping \(SIGTERM\): finishing iteration \d+ in flight \(one compiled "
+                        r"call\), then saving it; a second SIGTERM aborts at once", lines[0]), lines[0]
     match = re.fullmatch(r"othello-jax train: stopped by SIGTERM after iteration (\d+) of 80; checkpoint "
-                         r"(\S+) saved; run the same command again to resume", lines[0])
+                         r"(\S+) saved; run the same command again to resume", lines[1])
     assert match, lines[0]
     stopped = int(match.group(1))
     assert 2 <= stopped < 80
@@ -76,6 +78,101 @@ def test_sigterm_checkpoints_exits_75_and_the_next_start_resumes(tmp_path, compi
     assert steps(workdir) == [stopped, 80]
     logged = [json.loads(line)["iteration"] for line in (workdir / "metrics.jsonl").read_text().splitlines()]
     assert logged == list(range(1, 81))
+
+
+# an in-run evaluation after every iteration, three matches long: a signal lands in one of them
+SLOW_EVAL = ["--config.iterations=2", "--config.eval.every=1", "--config.eval.games=8",
+             "--config.eval.opponents=alphabeta:depth=2 alphabeta:depth=2 alphabeta:depth=2"]
+
+
+def signal_at(proc: subprocess.Popen, prefix: str, *signals: signal.Signals, gap_s: float = 0.5) -> list[str]:
+    """Send ``signals`` (``gap_s`` apart) once ``proc`` prints a line starting with ``prefix``; the
+    standard output lines until then."""
+    seen, deadline = [], time.time() + 300
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith(prefix):
+            break
+        assert time.time() < deadline, f"no line {prefix!r} within 5 minutes"
+    else:
+        pytest.fail(f"the run ended before it was signalled: {''.join(seen)[-1500:]} {proc.stderr.read()[-1500:]}")
+    for i, sig in enumerate(signals):
+        if i:
+            time.sleep(gap_s)
+        proc.send_signal(sig)
+    return seen
+
+
+def stderr_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.strip()]
+
+
+def test_one_sigint_during_the_in_run_evaluation_abandons_it_saves_the_iteration_and_resumes(tmp_path, compile_cache):
+    """The issue's reproduction, once: Ctrl-C while the in-run evaluation runs is answered at once,
+    the evaluation is abandoned after the match in flight, iteration 1 is saved (exit 75) and the
+    same command resumes to the end."""
+    workdir = tmp_path / "run"
+    proc = train_command(workdir, compile_cache, *SLOW_EVAL)
+    signal_at(proc, "evaluation:", signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 75, err[-2000:]
+    lines = stderr_lines(err)
+    assert len(lines) == 2, err
+    assert lines[0] == ("othello-jax train: stopping (SIGINT): the evaluation is abandoned at its next step (the "
+                        "compile or match in flight cannot be cut short), then iteration 1 is saved; Ctrl-C again "
+                        "aborts at once")
+    assert lines[1] == (f"othello-jax train: stopped by SIGINT after iteration 1 of 2; checkpoint "
+                        f"{workdir / 'checkpoints' / '1'} saved; run the same command again to resume")
+    assert steps(workdir) == [1]
+    records = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in records] == [1] and not any(k.startswith("eval/") for k in records[0])
+
+    resumed = train_command(workdir, compile_cache, *SLOW_EVAL)
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err[-2000:]
+    assert f"resumed {workdir} at iteration 1" in out
+    logged = [json.loads(line)["iteration"] for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    assert logged == [1, 2]
+
+
+def test_two_sigints_during_the_in_run_evaluation_abort_at_once_with_status_130(tmp_path, compile_cache):
+    """The issue's reproduction: a second Ctrl-C during the evaluation aborts at once, exit 130
+    (never a crash: 139 was the segfault of the interpreter's exit under XLA's threads), saying
+    truly that no checkpoint was written; the same command then runs the whole run."""
+    workdir = tmp_path / "run"
+    proc = train_command(workdir, compile_cache, *SLOW_EVAL)
+    signal_at(proc, "evaluation:", signal.SIGINT, signal.SIGINT)
+    begin = time.time()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert time.time() - begin < 30  # at once, not after the evaluation
+    lines = stderr_lines(err)
+    assert len(lines) == 2 and lines[0].startswith("othello-jax train: stopping (SIGINT): the evaluation is "), err
+    assert lines[1] == ("othello-jax train: aborted by a second signal (SIGINT); no checkpoint was written: the same "
+                        "command starts the run afresh")
+    assert steps(workdir) == []
+    again = train_command(workdir, compile_cache, *SLOW_EVAL, "--config.eval.every=100")
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err[-2000:]
+    assert steps(workdir) == [2]
+
+
+def test_a_signal_while_a_fresh_run_compiles_saves_nothing_and_says_so(tmp_path):
+    """SIGTERM during the first compile: answered at once, the run ends once the compile returns,
+    before its first iteration, with 143 (128 + SIGTERM) and no checkpoint claimed."""
+    workdir = tmp_path / "run"
+    proc = train_command(workdir, tmp_path / "xla", "--config.iterations=3")  # a cold compile: seconds to land in
+    signal_at(proc, "compiling stage 0", signal.SIGTERM)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 143, err[-2000:]
+    lines = stderr_lines(err)
+    assert len(lines) == 2, err
+    assert lines[0].startswith("othello-jax train: stopping (SIGTERM): "), err
+    assert "nothing" in lines[0] and "a second SIGTERM aborts at once" in lines[0]
+    assert lines[1] == ("othello-jax train: stopped by SIGTERM before the first iteration finished; nothing was saved "
+                        "(the same command starts the run afresh)")
+    metrics = workdir / "metrics.jsonl"
+    assert steps(workdir) == [] and (not metrics.exists() or not metrics.read_text().strip())
 
 
 def test_sigint_in_process_stops_after_a_checkpoint_synced_by_the_hook(tmp_path):

@@ -22,6 +22,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from othello_jax import stops
 from othello_jax.errors import InputError, first_line
 from othello_jax.pretrained import checkpoint_forms
 
@@ -81,20 +82,28 @@ def run_command(name: str, main: Callable[[list[str]], int | None], argv: list[s
 
     Bad input (:class:`~othello_jax.errors.InputError`, or an ``OSError`` such as a missing file
     the command could not check beforehand): ``othello-jax NAME: error: LINE`` on stderr, exit 2.
-    Ctrl-C: exit 130. Anything else is a bug: one line saying so and naming the file holding the
-    full traceback (``log_dir(argv)/errors.log`` when ``log_dir`` names a directory, e.g. the run
+    SIGINT (Ctrl-C) or SIGTERM: one line at once (``othello-jax NAME: interrupted (SIGINT)``), even
+    while the command is inside a long compile, then exit 130 or 143 once ``finally`` blocks have
+    closed the command's files (:class:`othello_jax.stops.Interrupt`; a command such as ``train``
+    may answer them its own way inside). Anything else is a bug: one line saying so and naming
+    the file holding the full traceback (``log_dir(argv)/errors.log`` when ``log_dir`` names a directory, e.g. the run
     directory of ``train``; else a new temporary file), exit 1. With ``--debug`` anywhere in
     ``argv``, ``debug=True`` or ``OTHELLO_JAX_DEBUG=1`` the traceback goes to stderr as well.
     """
     debug = debug or DEBUG_FLAG in argv or debug_by_environment()
     argv = [arg for arg in argv if arg != DEBUG_FLAG]
+    interrupt = stops.Interrupt(name)
     try:
-        return int(main(argv) or 0)
+        with stops.watching(interrupt):
+            return int(main(argv) or 0)
     except (InputError, OSError) as error:
         if debug:
             traceback.print_exc()
         return failure(name)(error)
     except KeyboardInterrupt:
+        if interrupt.first is not None:  # a signal: its line is said once (at once, on the watcher thread)
+            interrupt.announce()
+            return stops.exit_code(interrupt.first)
         print(f"othello-jax {name}: interrupted", file=sys.stderr)
         return EXIT_ABORTED
     except Exception as error:
@@ -104,6 +113,15 @@ def run_command(name: str, main: Callable[[list[str]], int | None], argv: list[s
         print(f"othello-jax {name}: internal error (a bug, please report it): {type(error).__name__}: "
               f"{first_line(error)}; full traceback in {where}", file=sys.stderr)
         return EXIT_BUG
+
+
+def exit_process(code: int) -> None:
+    """End a command's process with ``code``: through :func:`othello_jax.stops.end_process` once a
+    signal has come (XLA's compiler threads may still run; the interpreter's finalizers would
+    crash under them), else by ``sys.exit``."""
+    if stops.signalled():
+        stops.end_process(code)
+    sys.exit(code)
 
 
 def write_traceback(name: str, argv: list[str], error: BaseException, directory: str | Path | None) -> Path:

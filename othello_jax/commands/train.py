@@ -6,11 +6,19 @@ setting can be overridden on the command line, e.g. --config.search.variant=puct
 same command again resumes from the workdir's last checkpoint. --config.init_network=CHECKPOINT
 starts a fresh run from a trained network (any form --checkpoint takes in `othello-jax play`).
 
+Stopping: the first SIGINT (Ctrl-C) or SIGTERM is answered at once in one line saying what
+happens next; the run then ends within what is in flight, which a compiled program cannot cut
+short: the iteration (self-play and SGD, then saved), the compile of the iteration (then the
+last checkpoint is kept), or one match of an in-run evaluation or gating (the rest is abandoned
+and the finished iteration saved), plus writing that checkpoint. A second signal aborts at once
+(the newest whole checkpoint on disk stays readable, and the line names it).
+
 Exit status: 0 when the run is complete (or max_minutes ran out), 2 on bad input or a storage
 fault (one line on stderr), 75 (EX_TEMPFAIL) when a SIGTERM or SIGINT stopped it after a
-checkpoint (run the same command again to resume), 130 when a second signal aborted it, 1 on a
-bug (one line on stderr; the traceback is appended to WORKDIR/errors.log, and the run resumes
-from its last checkpoint like any other).
+checkpoint (run the same command again to resume), 130 (SIGINT) or 143 (SIGTERM) when a signal
+stopped a fresh run before its first iteration finished (nothing saved) or a second signal
+aborted it, 1 on a bug (one line on stderr; the traceback is appended to WORKDIR/errors.log,
+and the run resumes from its last checkpoint like any other).
 
 Every core busy on CPU: unless told otherwise, the command asks JAX for one CPU host device per
 usable core (host_devices), so the self-play games and the training batch are split over the
@@ -25,6 +33,7 @@ turns the split off.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,7 +41,7 @@ from pathlib import Path
 from absl import flags
 from ml_collections import config_flags
 
-from othello_jax.commands.command import failure, run_command
+from othello_jax.commands.command import exit_process, failure, run_command
 from othello_jax.commands.configs import (
     check_config_files,
     config_list,
@@ -169,25 +178,25 @@ def print_help(argv: list[str]) -> int:
 def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help", "help") for a in argv):
         return print_help(argv)
-    from othello_jax.training.runner.loop import TrainingInterrupted, run
+    from othello_jax.stops import exit_code
+    from othello_jax.training.runner.loop import StoppedBeforeFirstIteration, StopSignals, TrainingInterrupted, run
 
     try:
         config, workdir = parse(argv)
         devices = host_devices(config, workdir, len(os.sched_getaffinity(0)))
         if devices is not None:
             use_host_devices(devices)
-        run(config, workdir)
+        run(config, workdir, signals=StopSignals(prefix="othello-jax train: ", abort_process=True))
     except TrainingInterrupted as stop:
         print(f"othello-jax train: {stop}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except StoppedBeforeFirstIteration as stop:
+        print(f"othello-jax train: {stop}", file=sys.stderr)
+        return exit_code(signal.Signals[stop.reason]) if stop.reason in signal.Signals.__members__ else 130
     except (InputError, OSError) as error:  # a bad config or checkpoint, a storage fault
         return failure("train")(error)
-    except KeyboardInterrupt:
-        print("othello-jax train: aborted; run the same command to resume from the last checkpoint",
-              file=sys.stderr)
-        return 130
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(run_command("train", main, sys.argv[1:], log_dir=traceback_dir))
+    exit_process(run_command("train", main, sys.argv[1:], log_dir=traceback_dir))

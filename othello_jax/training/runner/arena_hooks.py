@@ -3,14 +3,15 @@
 Both use :mod:`othello_jax.evaluation.arena` (each opening played twice with colours swapped) and play the
 network with search but without exploration noise (``agents.neural_agent``). A match compiled for the
 first time says so first (most of a minute on a small CPU for a few seconds of play), on the first
-process only.
+process only. A stop signal abandons an evaluation between its matches (:func:`othello_jax.stops.check`):
+the compile or match in flight cannot be cut short, the rest is not started.
 """
 
 from __future__ import annotations
 
 import jax
 
-from othello_jax import agents
+from othello_jax import agents, stops
 from othello_jax.evaluation import arena
 from othello_jax.evaluation.perfect_set import score_agent
 from othello_jax.notices import Say
@@ -54,11 +55,13 @@ def evaluate_against_baselines(config: RunSettings, program: TrainProgram, varia
     lines = arena.match_openings(program.game, config.eval.games, open_key)
     scores = {}
     for i, spec in enumerate(opponent_specs(config.eval.opponents)):
+        stops.check("the evaluation")
         opponent = agents.parse_agent(spec, program.game)
         result = arena.play_match(program.game, player, opponent, lines, jax.random.fold_in(play_key, i),
                                   say=_say())
         scores[f"eval/{spec}"] = result.summary().score
     if config.eval.testset:
+        stops.check("the evaluation")
         scores.update(testset_score(player, jax.random.fold_in(key, 99)))
     return scores
 
@@ -73,6 +76,7 @@ def testset_score(player: agents.Agent, key: jax.Array) -> dict:
 def gate_against_champion(config: RunSettings, program: TrainProgram, challenger: dict, champion: dict,
                           key: jax.Array) -> float:
     """The latest network's score against the current self-play network (AlphaGo Zero gating)."""
+    stops.check("the gating match")
     sims = config.gate_simulations
     first = network_player(config, program, challenger, sims, name="challenger")
     second = network_player(config, program, champion, sims, name="champion")

@@ -9,9 +9,11 @@ happens inside its compiled iterations (one per schedule stage). This loop only 
 scalar metrics once per iteration, writes them, prints progress, evaluates, gates and saves
 checkpoints. Running it again on the same workdir resumes from the last checkpoint.
 
-A SIGTERM or SIGINT (a preempted VM, a recycled runtime, Ctrl-C) lets the iteration in flight
-finish (a compiled iteration cannot be interrupted), writes a checkpoint and raises
-:class:`TrainingInterrupted`; a second signal aborts at once. With several processes
+A SIGTERM or SIGINT (a preempted VM, a recycled runtime, Ctrl-C) is answered at once in one line
+(:class:`StopSignals`, on a watcher thread: the main thread may be inside a compile); the iteration
+in flight finishes (a compiled call cannot be interrupted), an in-run evaluation or gating match
+is abandoned after the match in flight, a checkpoint of the last finished iteration is written and
+:class:`TrainingInterrupted` raised; a second signal aborts at once. With several processes
 (``config.distributed``), every process stops at the same iteration: SIGTERM goes through
 JAX's preemption sync point, SIGINT and the clock-based decisions (``max_minutes``,
 ``checkpoint.every_minutes``, the schedule position) through process 0.
@@ -30,7 +32,6 @@ import dataclasses
 import json
 import os
 import signal
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +41,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from ml_collections import ConfigDict
 
-from othello_jax import checkpoint
+from othello_jax import checkpoint, stops
 from othello_jax.errors import InputError
 from othello_jax.notices import compiling, say_while
 from othello_jax.records import read_record
@@ -79,7 +80,7 @@ class Hooks:
 
 def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None = None,
         gate: Gate | None = None, print_fn: Callable[[str], None] = print,
-        on_checkpoint: CheckpointHook | None = None) -> dict:
+        on_checkpoint: CheckpointHook | None = None, signals: StopSignals | None = None) -> dict:
     """Train the run described by ``config`` in ``workdir`` (resuming if it has checkpoints).
 
     Returns the last iteration's metrics record. Every setting is read from the config of the
@@ -87,19 +88,22 @@ def run(config: ConfigDict, workdir: str | Path, *, evaluator: Evaluator | None 
     ``gating.every`` iterations when gating is on) default to the arena matches of
     :mod:`othello_jax.training.runner.arena_hooks`. ``on_checkpoint(iteration)`` runs after each
     checkpoint is on disk (saves then wait for it). Raises :class:`TrainingInterrupted` after a
-    SIGTERM or SIGINT, once the checkpoint is written; an unwritable workdir or a failed save
+    SIGTERM or SIGINT, once the checkpoint is written (:class:`StoppedBeforeFirstIteration` when a
+    fresh run had nothing to save); ``signals`` says how signals are answered (default: in this
+    process, a second one raises ``KeyboardInterrupt``). An unwritable workdir or a failed save
     raises :class:`~othello_jax.checkpoint.CheckpointError` (one line; earlier checkpoints intact).
     """
     session_start = time.perf_counter()
     # the distributed record alone first: JAX must not start before jax.distributed.initialize
     initialize_distributed(read_record(DistributedSettings, config.distributed, "distributed"))
-    signals = StopSignals(sigterm=jax.process_count() == 1)  # several processes: JAX's preemption service has SIGTERM
+    signals = signals or StopSignals()
+    if jax.process_count() > 1:
+        signals.signals = (signal.SIGINT,)  # JAX's preemption service has SIGTERM
+        signals.abandonable = False  # every process stops at the same iteration, never halfway
     hooks = Hooks(evaluator or arena_hooks.evaluate_against_baselines, gate or arena_hooks.gate_against_champion,
                   print_fn, on_checkpoint)
-    try:
+    with stops.watching(signals):
         return _train(config, Path(workdir), hooks, signals, session_start)
-    finally:
-        signals.restore()
 
 
 def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals, session_start: float) -> dict:
@@ -111,6 +115,9 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
     ckpts = checkpoint.Checkpoints(workdir, keep=program.settings.checkpoint.keep)  # probes the workdir first
     state, key, meta = _resume_or_start(config, program, ckpts, workdir, say)
     start, total = int(state.iteration), program.settings.iterations
+    signals.checkpoints = workdir / checkpoint.LATEST_DIR
+    signals.done = start
+    signals.saved = start if ckpts.latest_step() == start else None
     clock = RunClock.from_meta(
         meta, seconds=program.settings.max_minutes * 60.0, iterations=total, schedule_clock=program.clock,
         cadences=tuple(Cadence.of(stage) for stage in program.stage_configs), stage_at=program.stage_at,
@@ -125,40 +132,52 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
         for iteration in range(start, total):
             index = clock.stage(iteration)  # by iteration, training minutes or schedule position
             stage = program.stage_configs[index]
-            reason = _agreed_stop(signals.received, iteration, multi)  # here or on any process
-            if reason is not None:
-                raise writer.interrupted(reason, iteration, total, state, key, stage)
+            _stop_if_asked(signals, writer, iteration, total, state, key, stage, multi)  # here or on any process
             compile_s = 0.0
             if step is None or step.index != index:  # compiled once, when its stage starts
                 step = None  # an earlier stage never comes back: its executable goes first
+                signals.phase = "compiling"
                 step, compile_s = _compile(program, index, state, key, clock, say)
+                _stop_if_asked(signals, writer, iteration, total, state, key, stage, multi)
 
             # one iteration (self-play, replay, gradient steps) over the schedule span the clock gives
             begin, end, last_in_time = clock.span(iteration)
             key, step_key = jax.random.split(key)
+            signals.phase = "training"
             state, metrics, seconds = _iterate(step, state, step_key, program.schedule_args(begin, end), clock)
             clock.record_iteration(seconds, end)
-            done = iteration + 1
+            done = signals.done = iteration + 1
             record = iteration_record(metrics, done, seconds, compile_s, stage, program.network_evaluations(index))
+            if signals.received and not multi:  # stop now: no evaluation, gating or progress line
+                log.write(record, curves=False)
+                raise writer.interrupted(signals.received, done, total, state, key, stage)
 
             # what the clock says is due, then gating and evaluation (the final iteration is always
             # evaluated and saved), metrics and progress, the checkpoint
             out_of_time = clock.out_of_time(done, last_in_time)
             last = done == total or out_of_time
             save_due = clock.save_due(done, last)
-            if clock.cadence.gate_due(done):
-                state, record["gate/score"] = _gate(stage, program, state, hooks.gate,
-                                                    jax.random.fold_in(key, 1), clock)
-            if clock.cadence.evaluation_due(done, last):
-                scores = _evaluate(stage, program, state, hooks.evaluator, jax.random.fold_in(key, 2), clock)
-                record.update(scores)
-                writer.evaluated(done, scores, _best_score(record, stage.eval.best_metric), state)
+            try:
+                if clock.cadence.gate_due(done):
+                    signals.phase = "gating"
+                    state, record["gate/score"] = _gate(stage, program, state, hooks.gate,
+                                                        jax.random.fold_in(key, 1), clock)
+                if clock.cadence.evaluation_due(done, last):
+                    signals.phase = "evaluating"
+                    scores = _evaluate(stage, program, state, hooks.evaluator, jax.random.fold_in(key, 2), clock)
+                    record.update(scores)
+                    writer.evaluated(done, scores, _best_score(record, stage.eval.best_metric), state)
+            except stops.Abandoned:  # a signal during the matches: the iteration is saved without them
+                log.write(record, curves=False)
+                raise writer.interrupted(signals.received or "a signal", done, total, state, key, stage) from None
             record["elapsed_s"] = clock.trained()  # everything: compile, play, train, evaluate
             if primary:
                 log.write(record, curves=clock.cadence.evaluation_due(done))  # the curves image too
             say(progress.line(record, progress.eta(done, seconds, clock.time_left(record["elapsed_s"]))))
             if save_due:
+                signals.phase = "saving"
                 writer.save(done, state, key, stage, final=last)
+                signals.saved = done
             if out_of_time:
                 if done < total:  # the budget ended the run, not its iteration count
                     say(f"stopping after {format_duration(clock.trained())}: "
@@ -295,30 +314,85 @@ def _agree(*values: float) -> tuple[float, ...]:
 # ---------------------------------------------------------------------------------------------
 # stopping: signals, preemption, several processes
 # ---------------------------------------------------------------------------------------------
-class StopSignals:
-    """Records the first SIGINT/SIGTERM instead of dying; a second one raises ``KeyboardInterrupt``.
+class StopSignals(stops.Answer):
+    """Training's answer to SIGINT/SIGTERM: the first is answered at once in one line saying what
+    happens next (from the phase the loop is in) and recorded, so the run stops at the next point
+    where it can save; the second aborts at once: the process ends with 128 + the signal's number
+    when ``abort_process`` (the command line), else ``KeyboardInterrupt`` is raised in the main
+    thread (a notebook keeps its kernel). Lines go to ``say`` (standard error), after ``prefix``.
 
-    Installed only from the main thread (elsewhere Python cannot handle signals); ``restore()``
-    puts the previous handlers back.
+    The loop keeps ``phase`` ("starting", "compiling", "training", "evaluating", "gating",
+    "saving"), ``done`` (the last finished iteration) and ``checkpoints`` (the directory whose
+    saved steps an abort reports) up to date.
     """
 
-    def __init__(self, sigterm: bool = True):
-        self.received: str | None = None
-        self._previous: dict[int, object] = {}
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig in (signal.SIGINT, signal.SIGTERM) if sigterm else (signal.SIGINT,):
-            self._previous[sig] = signal.signal(sig, self._handle)
+    def __init__(self, prefix: str = "", abort_process: bool = False, say: Callable[[str], None] = stops.say_now):
+        super().__init__()
+        self.prefix, self.abort_process, self.say = prefix, abort_process, say
+        self.phase, self.done, self.saved = "starting", 0, None
+        self.checkpoints: Path | None = None
+        self._main_calls = 0
 
-    def _handle(self, signum: int, frame) -> None:
-        if self.received is not None:
+    def at_once(self, signum: int, count: int) -> None:
+        name = stops.signal_name(signum)
+        if count == 1:
+            again = "Ctrl-C again" if signum == signal.SIGINT else f"a second {name}"
+            self.say(f"{self.prefix}stopping ({name}): {self.plan()}; {again} aborts at once")
+        elif self.abort_process:
+            self.say(f"{self.prefix}aborted by a second signal ({name}); {self.on_disk()}")
+            stops.end_process(stops.exit_code(self.first or signum))
+
+    def in_main(self, signum: int, count: int) -> None:
+        self._main_calls += 1
+        if not self.abort_process and max(self._main_calls, self.count) >= 2:
             raise KeyboardInterrupt
-        self.received = signal.Signals(signum).name
 
-    def restore(self) -> None:
-        for sig, previous in self._previous.items():
-            signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
-        self._previous.clear()
+    def plan(self) -> str:
+        """What the first signal leads to, in the phase the run is in."""
+        keep = (f"checkpoint {self.saved} is kept" if self.saved is not None
+                else "nothing is saved: no iteration has finished")
+        if self.phase == "starting":
+            return "the run ends before its next iteration; nothing new is saved"
+        if self.phase == "compiling":
+            return (f"the training iteration is compiling (it cannot be cut short); the run ends once it is "
+                    f"compiled; {keep}")
+        if self.phase == "training":
+            return f"finishing iteration {self.done + 1} in flight (one compiled call), then saving it"
+        if self.phase in ("evaluating", "gating"):
+            what = "evaluation" if self.phase == "evaluating" else "gating match"
+            return (f"the {what} is abandoned at its next step (the compile or match in flight cannot be cut short), "
+                    f"then iteration {self.done} is saved")
+        return f"finishing the checkpoint of iteration {self.done} being written"
+
+    def on_disk(self) -> str:
+        """What an abort leaves: the newest whole checkpoint, or that there is none."""
+        steps = checkpoint.saved_steps(self.checkpoints) if self.checkpoints is not None else []
+        if steps:
+            return f"checkpoint {self.checkpoints / str(steps[-1])} is on disk: the same command resumes from it"
+        return "no checkpoint was written: the same command starts the run afresh"
+
+
+class StoppedBeforeFirstIteration(Exception):
+    """A signal stopped a fresh run before any iteration finished: there is nothing to resume."""
+
+    def __init__(self, reason: str):
+        super().__init__(f"stopped by {reason} before the first iteration finished; nothing was saved "
+                         "(the same command starts the run afresh)")
+        self.reason = reason
+
+
+def _stop_if_asked(signals: StopSignals, writer: CheckpointWriter, iteration: int, total: int, state,
+                   key: jax.Array, stage: RunSettings, multi: bool) -> None:
+    """Stop before ``iteration`` if a signal (here or on any process) asked to: with a checkpoint
+    of what is done (:class:`TrainingInterrupted`), or, when a fresh run has done nothing,
+    :class:`StoppedBeforeFirstIteration`."""
+    reason = _agreed_stop(signals.received, iteration, multi)
+    if reason is None:
+        return
+    if iteration == 0:
+        raise StoppedBeforeFirstIteration(reason)
+    signals.phase = "saving"
+    raise writer.interrupted(reason, iteration, total, state, key, stage)
 
 
 def _agreed_stop(received: str | None, iteration: int, multi: bool) -> str | None:

@@ -18,6 +18,7 @@ checkpoints that :func:`othello_jax.checkpoint.load_agent_variables` reads like 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -34,7 +35,7 @@ import optax
 from jax.sharding import Mesh
 from ml_collections import ConfigDict
 
-from othello_jax import checkpoint
+from othello_jax import checkpoint, stops
 from othello_jax.data import expert, move_prediction, wthor
 from othello_jax.errors import need
 from othello_jax.game import Othello
@@ -310,7 +311,8 @@ def _console(record: dict) -> str:
     return "  ".join(parts)
 
 
-def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], None] = print) -> dict:
+def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], None] = print,
+        signals: StopSignals | None = None) -> dict:
     """Train from the configured data, resuming the workdir's run if it has one; return the last
     held-out evaluation (WThor: ``{'top1', 'top3', 'by_stage', ...}``; labels:
     :meth:`~othello_jax.training.supervised.label_targets.LabelScore.as_dict`).
@@ -318,7 +320,8 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
     A checkpoint (network, optimizer state, rng key and the run's progress) is written at every
     evaluation, every ``checkpoint_minutes`` and when SIGINT/SIGTERM stops the run, which then
     raises :class:`~othello_jax.training.runner.loop.TrainingInterrupted`; the same call resumes
-    it, and with the iterations clock continues exactly as if it had not stopped.
+    it, and with the iterations clock continues exactly as if it had not stopped. ``signals``
+    answers them (the first at once in one line; default: a second raises ``KeyboardInterrupt``).
     """
     settings = check_config(config)
     workdir = Path(workdir).expanduser()
@@ -397,8 +400,14 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
     log_calls = max(settings.log_every // steps_per_call, 1)
     first_call = progress.step // steps_per_call + 1
     evaluation, tick, seen, saved_at = None, time.time(), 0, time.time()
-    signals = StopSignals()
-    try:
+    signals = signals or StopSignals()
+    signals.checkpoints, signals.done, signals.phase = workdir / checkpoint.LATEST_DIR, progress.step, "training"
+    signals.saved = progress.step or None
+    with contextlib.ExitStack() as cleanup:
+        cleanup.enter_context(stops.watching(signals))
+        cleanup.callback(metrics_log.close)
+        cleanup.callback(metrics_log.draw_curves)
+        cleanup.callback(ckpts.close)
         for call in range(first_call, total_calls + 1):
             key, sub = jax.random.split(key)
             at = position((call - 1) * steps_per_call) if minutes else None
@@ -406,7 +415,7 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
             params, batch_stats, opt_state, metrics = chunk(params, batch_stats, opt_state, rows, sub, *extra)
             if call == 1:  # the minutes clock starts once the first call has compiled
                 progress = progress._replace(offset_s=trained())
-            step = call * steps_per_call
+            step = signals.done = call * steps_per_call
             seen += steps_per_call * settings.batch_size
             out_of_time = settings.max_minutes and trained() / 60 >= settings.max_minutes
             last = call == total_calls or out_of_time
@@ -437,11 +446,6 @@ def run(config: ConfigDict, workdir: str | os.PathLike, log: Callable[[str], Non
                     f"stopped by {signals.received} after step {step} of {settings.total_steps}; checkpoint "
                     f"{workdir / checkpoint.LATEST_DIR / str(step)} saved: run the same command to resume",
                     step, signals.received)
-    finally:
-        signals.restore()
-        ckpts.close()
-        metrics_log.draw_curves()
-        metrics_log.close()
     if evaluation is None:  # the run had finished already: report its network again
         log(f"the run in {workdir} finished at step {progress.step}; a larger total_steps extends it")
         evaluation = source.evaluate(net, {"params": params, "batch_stats": batch_stats})
