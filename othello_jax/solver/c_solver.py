@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from othello_jax.errors import InputError
@@ -28,8 +29,8 @@ from othello_jax.game.bitboard import board_mask_int
 from othello_jax.notices import say_while
 
 SOURCE = Path(__file__).with_name("_csolver.c")
-ABI_VERSION = 4
-DEFAULT_TABLE_BITS = 20  # 2^20 table entries of 24 bytes
+ABI_VERSION = 5
+DEFAULT_TABLE_BITS = 20  # 2^20 table entries of 32 bytes (buckets of two, one cache line each)
 _FLAG_SETS = (["-O3", "-march=native"], ["-O3"])
 
 
@@ -64,20 +65,22 @@ def _compiler() -> str:
                              "the JAX solver still works")
 
 
-def _build() -> Path:
-    """Compile the solver into the cache (once per source/machine) and return the library path."""
-    source = SOURCE.read_bytes()
+def _build(source: Path = SOURCE, defines: Sequence[str] = ()) -> Path:
+    """Compile a solver source (with the headers beside it) into the cache, once per source,
+    flags and machine, and return the library path."""
+    text = source.read_bytes() + b"".join(h.read_bytes() for h in sorted(source.parent.glob("*.h")))
     compiler = _compiler()
     errors = []
     for flags in _FLAG_SETS:
-        key = hashlib.sha256(source + " ".join([compiler] + flags).encode() + _machine_tag().encode())
+        flags = [*flags, *defines]
+        key = hashlib.sha256(text + " ".join([compiler] + flags).encode() + _machine_tag().encode())
         target = cache_dir() / f"csolver-{key.hexdigest()[:16]}.so"
         if target.exists():
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
         os.close(fd)
-        cmd = [compiler, *flags, "-shared", "-fPIC", "-o", tmp, str(SOURCE)]
+        cmd = [compiler, *flags, "-shared", "-fPIC", "-o", tmp, str(source)]
         with say_while(f"compiling the C endgame solver (once; kept in {target.parent})", done="compiled"):
             result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode == 0:
@@ -85,17 +88,17 @@ def _build() -> Path:
             return target
         os.unlink(tmp)
         errors.append(result.stderr.strip().splitlines()[-1:] or ["(no message)"])
-    raise CSolverUnavailable(f"compiling {SOURCE.name} with {compiler} failed: {errors[-1][0]}")
+    raise CSolverUnavailable(f"compiling {source.name} with {compiler} failed: {errors[-1][0]}")
 
 
-@functools.cache
-def library() -> ctypes.CDLL:
-    """The loaded solver library (built on first use); raises CSolverUnavailable."""
+def load(path: Path, abi: int | None = ABI_VERSION) -> ctypes.CDLL:
+    """A compiled solver library with its functions' signatures set; ``abi``: the version it
+    must report (None: any, for older builds such as a benchmark's before-and-after)."""
     try:
-        lib = ctypes.CDLL(str(_build()))
+        lib = ctypes.CDLL(str(path))
     except OSError as err:
         raise CSolverUnavailable(f"cannot load the compiled solver: {err}") from None
-    if lib.oj_abi_version() != ABI_VERSION:
+    if abi is not None and lib.oj_abi_version() != abi:
         raise CSolverUnavailable("compiled solver is out of date; delete " + str(cache_dir()))
     u64, i32, ptr = ctypes.c_uint64, ctypes.c_int, ctypes.c_void_p
     lib.oj_create.argtypes, lib.oj_create.restype = [u64, i32, i32], ptr
@@ -105,7 +108,19 @@ def library() -> ctypes.CDLL:
     lib.oj_solve.restype = i32
     lib.oj_flips.argtypes, lib.oj_flips.restype = [u64, u64, i32], u64
     lib.oj_legal.argtypes, lib.oj_legal.restype = [u64, u64, u64], u64
+    if hasattr(lib, "oj_features"):  # the evaluation's features (ABI 5 on)
+        i32p = ctypes.POINTER(ctypes.c_int32)
+        lib.oj_features.argtypes, lib.oj_features.restype = [ptr, u64, u64, i32p, i32p], i32
+        lib.oj_eval_layout.argtypes, lib.oj_eval_layout.restype = [ptr, i32p], None
+        lib.oj_evaluate.argtypes, lib.oj_evaluate.restype = [ptr, u64, u64, i32], i32
+        lib.oj_stable.argtypes, lib.oj_stable.restype = [ptr, u64, u64], u64
     return lib
+
+
+@functools.cache
+def library() -> ctypes.CDLL:
+    """The loaded solver library (built on first use); raises CSolverUnavailable."""
+    return load(_build())
 
 
 def available() -> bool:
@@ -118,10 +133,14 @@ def available() -> bool:
 
 
 class CSolver:
-    """One solver with its own transposition table for one board size (not thread-safe)."""
+    """One solver with its own transposition table for one board size (not thread-safe).
 
-    def __init__(self, size: int = 8, table_bits: int = DEFAULT_TABLE_BITS):
-        self._lib = library()
+    ``lib``: another compiled solver with the same interface (see :func:`load`), e.g. an older
+    version for a benchmark; by default this package's.
+    """
+
+    def __init__(self, size: int = 8, table_bits: int = DEFAULT_TABLE_BITS, lib: ctypes.CDLL | None = None):
+        self._lib = lib or library()
         self.size = size
         self._handle = self._lib.oj_create(board_mask_int(size), size, table_bits)
         if not self._handle:
