@@ -80,7 +80,7 @@ typedef uint64_t u64;
 #define GUESS_EMPTIES 12     /* the root's first guess from the evaluation from this many empties, */
 #endif
 #ifndef GUESS_DEPTH
-#define GUESS_DEPTH 6        /* searched this deep */
+#define GUESS_DEPTH 7        /* searched this deep */
 #endif
 #ifndef W_MOB
 #define W_MOB 4
@@ -154,6 +154,7 @@ typedef struct {
     const uint8_t *edge_stable; /* stable discs of one edge, by (mover bits, opponent bits) */
     uint8_t next[LIST_END + 1], prev[LIST_END + 1]; /* the empty squares, a doubly linked list */
     int parity; /* bit q: an odd number of empty squares in quadrant q */
+    u64 parity_squares[16]; /* the squares of the quadrants set in a parity */
     Bucket *table;
     u64 table_mask;
     EvalLayout eval;
@@ -288,7 +289,31 @@ static inline u64 flips(u64 mover, u64 opponent, int sq) {
 #endif
 
 /* All legal placements of the mover: in each direction the mover's discs spread over runs of
- * opponent discs (parallel prefix: two single steps, then two double steps). */
+ * opponent discs (parallel prefix: two single steps, then two double steps). With AVX2 the four
+ * line directions (shifts 1, 8, 9, 7) go in the lanes of one vector, both ways. */
+#if defined(__AVX2__) && !defined(OJ_SCALAR)
+static inline u64 legal_moves(u64 mover, u64 opponent, u64 board) {
+    const __m256i shift = _mm256_set_epi64x(7, 9, 8, 1), shift2 = _mm256_add_epi64(shift, shift);
+    const __m256i edges = _mm256_set_epi64x((long long)0x7E7E7E7E7E7E7E7EULL, (long long)0x7E7E7E7E7E7E7E7EULL, -1,
+                                            (long long)0x7E7E7E7E7E7E7E7EULL); /* no wrapping across the A/H files */
+    const __m256i P = _mm256_set1_epi64x((long long)mover);
+    const __m256i O = _mm256_and_si256(_mm256_set1_epi64x((long long)opponent), edges);
+    __m256i l = _mm256_and_si256(O, _mm256_sllv_epi64(P, shift));
+    __m256i r = _mm256_and_si256(O, _mm256_srlv_epi64(P, shift));
+    l = _mm256_or_si256(l, _mm256_and_si256(O, _mm256_sllv_epi64(l, shift)));
+    r = _mm256_or_si256(r, _mm256_and_si256(O, _mm256_srlv_epi64(r, shift)));
+    const __m256i ol = _mm256_and_si256(O, _mm256_sllv_epi64(O, shift));
+    const __m256i or_ = _mm256_and_si256(O, _mm256_srlv_epi64(O, shift));
+    l = _mm256_or_si256(l, _mm256_and_si256(ol, _mm256_sllv_epi64(l, shift2)));
+    r = _mm256_or_si256(r, _mm256_and_si256(or_, _mm256_srlv_epi64(r, shift2)));
+    l = _mm256_or_si256(l, _mm256_and_si256(ol, _mm256_sllv_epi64(l, shift2)));
+    r = _mm256_or_si256(r, _mm256_and_si256(or_, _mm256_srlv_epi64(r, shift2)));
+    __m256i m = _mm256_or_si256(_mm256_sllv_epi64(l, shift), _mm256_srlv_epi64(r, shift));
+    __m128i half = _mm_or_si128(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+    u64 moves = (u64)_mm_cvtsi128_si64(_mm_or_si128(half, _mm_unpackhi_epi64(half, half)));
+    return moves & board & ~(mover | opponent);
+}
+#else
 static inline u64 legal_moves(u64 mover, u64 opponent, u64 board) {
     const u64 inner = opponent & 0x7E7E7E7E7E7E7E7EULL; /* no wrapping across the A/H files */
     u64 moves = 0, l, r, ml, mr;
@@ -311,6 +336,7 @@ static inline u64 legal_moves(u64 mover, u64 opponent, u64 board) {
 #undef SOME_MOVES
     return moves & board & ~(mover | opponent);
 }
+#endif
 
 /* Empty squares next to a player's discs (where the other side may later find moves). */
 static inline int frontier(const Solver *s, u64 discs, u64 other) {
@@ -546,7 +572,18 @@ static int solve_4(Solver *s, u64 mover, u64 opponent, int alpha, int passed) {
     PROFILE(prof_nodes[4]++);
     int score;
     if (stability_cut(s, mover, opponent, alpha, 4, &score)) return score;
+#ifdef SHALLOW_LIST
     int x1 = s->next[LIST_END], x2 = s->next[x1], x3 = s->next[x2], x4 = s->next[x3];
+#else
+    u64 empty = s->board & ~(mover | opponent);
+    int x1 = first_square(empty);
+    empty &= empty - 1;
+    int x2 = first_square(empty);
+    empty &= empty - 1;
+    int x3 = first_square(empty);
+    empty &= empty - 1;
+    int x4 = first_square(empty);
+#endif
     const uint8_t *q = s->quadrant_bit;
     const int parity = s->parity;
     /* Holes of sizes 1-1-2 are the only ones where parity reorders: the two singles first. */
@@ -618,6 +655,7 @@ static inline int search_small(Solver *s, u64 mover, u64 opponent, int alpha, in
 
 /* Null-window search with 5..SHALLOW empty squares: squares in odd quadrants first, each tried
  * only if it touches an opponent disc. */
+#ifdef SHALLOW_LIST
 static int search_shallow(Solver *s, u64 mover, u64 opponent, int alpha, int empties, int passed) {
     s->nodes++;
     PROFILE(prof_nodes[empties]++);
@@ -650,6 +688,42 @@ static int search_shallow(Solver *s, u64 mover, u64 opponent, int alpha, int emp
     }
     return best;
 }
+#else
+static int search_shallow(Solver *s, u64 mover, u64 opponent, int alpha, int empties, int passed) {
+    s->nodes++;
+    PROFILE(prof_nodes[empties]++);
+    int best = -INF_SCORE, tried = 0;
+    if (stability_cut(s, mover, opponent, alpha, empties, &best)) return best;
+    const u64 moves = legal_moves(mover, opponent, s->board);
+    if (!moves) {
+        if (passed) return final_score(s, mover, opponent);
+        return -search_shallow(s, opponent, mover, -alpha - 1, empties, 1);
+    }
+    const u64 odd = s->parity_squares[s->parity];
+    const u64 groups[4] = {moves & odd & s->corners, moves & odd & ~s->corners, moves & ~odd & s->corners,
+                           moves & ~odd & ~s->corners};
+    for (int g = 0; g < 4; g++) {
+        for (u64 todo = groups[g]; todo; todo &= todo - 1) {
+            const int x = first_square(todo);
+            const u64 f = flips(mover, opponent, x);
+            const u64 cm = opponent & ~f, co = mover | f | (1ULL << x);
+            s->parity ^= s->quadrant_bit[x];
+            int v = empties == 5 ? -solve_4(s, cm, co, -alpha - 1, 0)
+                                 : -search_shallow(s, cm, co, -alpha - 1, empties - 1, 0);
+            s->parity ^= s->quadrant_bit[x];
+            tried++;
+            if (v > best) {
+                best = v;
+                if (v > alpha) {
+                    PROFILE(prof_cut[empties]++; if (tried == 1) prof_cut_first[empties]++);
+                    return v;
+                }
+            }
+        }
+    }
+    return best;
+}
+#endif
 
 /* ---- transposition table ----------------------------------------------------------------- */
 
@@ -1228,6 +1302,10 @@ void *oj_create(u64 board, int size, int table_bits) {
         s->corner_edge[k] = 1ULL << ((r + dr) * 8 + c) | 1ULL << (r * 8 + c + dc);
         s->corners |= s->corner[k];
     }
+    for (int p = 0; p < 16; p++)
+        for (int r = 0; r < size; r++)
+            for (int c = 0; c < size; c++)
+                if (p >> ((r >= h) * 2 + (c >= h)) & 1) s->parity_squares[p] |= 1ULL << (r * 8 + c);
     for (int r = 0; r < size; r++)
         for (int c = 0; c < size; c++) {
             int q = (r >= h) * 2 + (c >= h);
