@@ -200,9 +200,16 @@ def _program_key(jax: Any, what: str, key: object) -> str:
     """The index's key of a program: what it is, the caller's key (``None``: the command line,
     which fixes the programs of a command such as ``train --config=X``), the versions that
     compile it and the devices it is compiled for."""
-    parts = [what, key if key is not None else sys.argv[1:], jax.__version__, _version("jaxlib"),
+    parts = [what, key if key is not None else _program_args(sys.argv[1:]), jax.__version__, _version("jaxlib"),
              _version("othello-jax"), jax.default_backend(), jax.device_count()]
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
+
+
+def _program_args(argv: list[str]) -> list[str]:
+    """The command line less what names places, not programs (``--workdir``, ``--out``, ...): the
+    same run in another directory compiles the same programs."""
+    places = ("--workdir", "--out", "--save-games", "--cells", "--root")
+    return [arg for arg in argv if not arg.startswith(places)]
 
 
 def shapes(tree: Any) -> tuple:
