@@ -114,6 +114,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = longest[0::2] + rest[:cut] + longest[1::2] + rest[cut:]
 
 
+TIMES_ENV = "OTHELLO_JAX_TEST_TIMES"  # a file: each test's seconds, appended as it ends (a profile of the suite)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With ``$OTHELLO_JAX_TEST_TIMES`` set, append ``SECONDS OUTCOME PHASE NODEID`` for each phase
+    as it ends (on the controller under xdist), so a suite stopped halfway still has its profile
+    (pytest's --durations prints only at the end)."""
+    path = os.environ.get(TIMES_ENV)
+    if path and (report.when == "call" or report.duration >= 1.0 or report.failed):
+        with open(path, "a") as log:
+            log.write(f"{report.duration:9.2f} {report.outcome:7} {report.when:8} {report.nodeid}\n")
+
+
 # jax and the package are imported inside the helpers below: this file must set the environment
 # above before anything imports jax.
 @functools.cache
