@@ -132,7 +132,8 @@ player = with_endgame_solve(checkpoint_player(CHECKPOINT, SIMS), SOLVE)
 board = Othello(player.size)
 game = NotebookGame(player.make_agent(board), board, human=0 if YOUR_COLOR.startswith("b") else 1,
                     analyzer=player.analyzer, commentary=player.commentary)
-print(f"playing {player.name} on {player.size}x{player.size}; the first search compiles (a few seconds)")
+print(f"playing {player.name} on {player.size}x{player.size}; the first search compiles: "
+      "~30 s on a quiet 2-core CPU, up to ~2 minutes on a busy one, seconds on a GPU; faster once cached")
 game
 '''),
         new_markdown_cell("## Click to play\n\nClick a square to move; the board, the agent's reply and "
