@@ -216,7 +216,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{size}x{size}: sampling {more} positions", flush=True)
             fresh = (expert_positions(lib, args.wthor, more, seed) if size == 8
                      else random_positions(lib, size, more, seed))
-            scores = solve_all(lib, size, fresh)
+            try:  # the solver with the weights fitted so far orders its moves better
+                solving = c_solver.library()
+            except c_solver.CSolverUnavailable:  # no weights yet: the bootstrap build
+                solving = lib
+            scores = solve_all(solving, size, fresh)
             known = {"mover": np.concatenate([known["mover"], np.array([m for m, _ in fresh], np.uint64)]),
                      "opponent": np.concatenate([known["opponent"], np.array([o for _, o in fresh], np.uint64)]),
                      "score": np.concatenate([known["score"], scores])}

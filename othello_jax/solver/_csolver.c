@@ -46,64 +46,72 @@
 typedef uint64_t u64;
 
 #define OJ_ABI_VERSION 5
+/* Tunables (each may be overridden with -DNAME=value for experiments; the defaults were
+ * measured on FFO #20-#44 and random 6x6 positions at 22-24 empties). */
 #ifndef SHALLOW
-#define SHALLOW 6          /* at most this many empties: parity search over the list, no table */
+#define SHALLOW 6 /* at most this many empties: parity search over generated moves, no table */
+#endif
+#ifndef TABLE_EMPTIES
+#define TABLE_EMPTIES 7 /* the transposition table from this many empties */
 #endif
 #ifndef ETC_EMPTIES
-#define ETC_EMPTIES 10     /* enhanced transposition cutoff from this many empties */
+#define ETC_EMPTIES 10 /* enhanced transposition cutoff from this many empties */
 #endif
+/* Below EVAL_SORT_EMPTIES (or without fitted weights) moves are ordered fastest-first: the
+ * key is W_MOB per reply of the opponent (corners twice), W_POT per empty square next to the
+ * mover's discs, less W_CORNER for taking a corner. */
+#ifndef W_MOB
+#define W_MOB 4
+#endif
+#ifndef W_POT
+#define W_POT 1
+#endif
+#ifndef W_CORNER
+#define W_CORNER 3
+#endif
+/* Without fitted weights, from SORT_EMPTIES the order comes from a search of a rough value
+ * SORT_DEPTH deep, one ply more every SORT_STEP empties, at most SORT_MAX. */
 #ifndef SORT_EMPTIES
-#define SORT_EMPTIES 14    /* order by shallow search from this many empties ... */
+#define SORT_EMPTIES 14
 #endif
 #ifndef SORT_DEPTH
-#define SORT_DEPTH 2       /* ... this deep, one ply more every SORT_STEP empties, */
+#define SORT_DEPTH 2
 #endif
 #ifndef SORT_STEP
 #define SORT_STEP 3
 #endif
 #ifndef SORT_MAX
-#define SORT_MAX 4         /* at most this deep */
+#define SORT_MAX 4
 #endif
+/* With fitted weights, from EVAL_SORT_EMPTIES the key is a search of the evaluation
+ * EVAL_SORT_DEPTH deep (one ply more every EVAL_SORT_STEP empties, at most EVAL_SORT_MAX) plus
+ * W_EVAL_MOB (1/EVAL_SCALE disc) per reply of the opponent (corners twice): the cheaper
+ * refutation first among moves of about the same value. */
 #ifndef EVAL_SORT_EMPTIES
-#define EVAL_SORT_EMPTIES 14 /* order by a search of the fitted evaluation from this many empties ... */
+#define EVAL_SORT_EMPTIES 14
 #endif
 #ifndef EVAL_SORT_DEPTH
-#define EVAL_SORT_DEPTH 1    /* ... this deep, one ply more every EVAL_SORT_STEP empties, */
+#define EVAL_SORT_DEPTH 1
 #endif
 #ifndef EVAL_SORT_STEP
 #define EVAL_SORT_STEP 3
 #endif
 #ifndef EVAL_SORT_MAX
-#define EVAL_SORT_MAX 4      /* at most this deep */
+#define EVAL_SORT_MAX 4
 #endif
+#ifndef W_EVAL_MOB
+#define W_EVAL_MOB 48
+#endif
+/* The root's first guess: a search of the evaluation GUESS_DEPTH deep, from GUESS_EMPTIES. */
 #ifndef GUESS_EMPTIES
-#define GUESS_EMPTIES 12     /* the root's first guess from the evaluation from this many empties, */
+#define GUESS_EMPTIES 12
 #endif
 #ifndef GUESS_DEPTH
-#define GUESS_DEPTH 7        /* searched this deep */
-#endif
-#ifndef W_MOB
-#define W_MOB 4
-#endif
-#ifndef W_CORNER
-#define W_CORNER 3
-#endif
-#ifndef W_POT
-#define W_POT 1
-#endif
-#ifndef W_CSTAB
-#define W_CSTAB 0
-#endif
-#ifndef W_PARITY
-#define W_PARITY 0
-#endif
-#ifndef PARITY_EMPTIES
-#define PARITY_EMPTIES 12  /* below this many empties the ordering favours odd regions */
+#define GUESS_DEPTH 7
 #endif
 #define INF_SCORE 127
 #define PASS_MOVE 64
 #define NO_MOVE -1
-#define LIST_END 64        /* the empties list's sentinel */
 
 #ifdef OJ_PROFILE
 #include <stdio.h>
@@ -146,13 +154,12 @@ typedef struct {
     u64 nodes;
     u64 board; /* playable squares */
     u64 corners, interior;
-    u64 corner[4], x_square[4], corner_edge[4]; /* each corner, its diagonal and its edge neighbours */
+    u64 corner[4], x_square[4]; /* each corner and its diagonal neighbour */
     u64 quadrant[4];
     uint8_t quadrant_bit[64]; /* 1 << the quadrant of each square */
     int size, num_squares;
     int stability_threshold[65]; /* try the stability cutoff when alpha is at least this */
     const uint8_t *edge_stable; /* stable discs of one edge, by (mover bits, opponent bits) */
-    uint8_t next[LIST_END + 1], prev[LIST_END + 1]; /* the empty squares, a doubly linked list */
     int parity; /* bit q: an odd number of empty squares in quadrant q */
     u64 parity_squares[16]; /* the squares of the quadrants set in a parity */
     Bucket *table;
@@ -171,25 +178,43 @@ static u64 RAY[8][64];
 static u64 RAY_UP[64][4], RAY_DOWN[64][4]; /* the same rays by square: toward higher, lower squares */
 static u64 NEIGHBOUR[64];
 static u64 COLUMN_OF_BYTE[256]; /* bit i of the byte -> bit 8 * i (the A file) */
-static uint8_t *EDGE_STABLE[9];
 static uint8_t COUNT_FLIP[8][256]; /* discs flipped on a full line by a move at `pos` (by mover bits) */
 static u64 DIAG_MASK[64], ANTI_MASK[64]; /* the diagonals through each square */
 static uint16_t TERNARY[1 << 10]; /* bits -> the same digits in base 3 (the evaluation's indices) */
-static const int16_t *EVAL_SYMMETRIC[9]; /* per board size, computed on first use */ /* per edge length, computed on first use */
+/* Tables per board size, built on first use; threads may create solvers at once (ctypes lets go
+ * of Python's lock), so a table is published atomically and a builder that loses the race frees
+ * its own copy. */
+static void *EDGE_STABLE[9];    /* per edge length */
+static void *EVAL_SYMMETRIC[9]; /* per board size */
 static int tables_ready = 0;
+#if defined(__GNUC__) || defined(__clang__)
+#define LOAD_ACQUIRE(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define STORE_RELEASE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+static void *publish(void **slot, void *value) { /* the table in the slot after this call */
+    void *expected = NULL;
+    if (__atomic_compare_exchange_n(slot, &expected, value, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return value;
+    free(value);
+    return expected;
+}
+#else
+#define LOAD_ACQUIRE(x) (x)
+#define STORE_RELEASE(x, v) ((x) = (v))
+static void *publish(void **slot, void *value) {
+    if (*slot) {
+        free(value);
+        return *slot;
+    }
+    return *slot = value;
+}
+#endif
 /* (row step, column step): the first four point to higher square indices. */
 static const int DIRS[8][2] = {{0, 1}, {1, 0}, {1, 1}, {1, -1}, {0, -1}, {-1, 0}, {-1, -1}, {-1, 1}};
-/* Good squares first within the list of empties: corners, then edges and inner squares,
- * squares next to corners last (by distance from the nearest corner, 8x8 terms). */
-static const int SQUARE_RANK[8][8] = {
-    {0, 7, 2, 3, 3, 2, 7, 0}, {7, 8, 6, 5, 5, 6, 8, 7}, {2, 6, 1, 4, 4, 1, 6, 2}, {3, 5, 4, 9, 9, 4, 5, 3},
-    {3, 5, 4, 9, 9, 4, 5, 3}, {2, 6, 1, 4, 4, 1, 6, 2}, {7, 8, 6, 5, 5, 6, 8, 7}, {0, 7, 2, 3, 3, 2, 7, 0}};
 
 static inline int popcount(u64 x) { return __builtin_popcountll(x); }
 static inline int first_square(u64 x) { return __builtin_ctzll(x); }
 
 static void init_tables(void) {
-    if (tables_ready) return;
+    if (LOAD_ACQUIRE(tables_ready)) return; /* (two first calls at once fill in the same values) */
     for (int d = 0; d < 8; d++) {
         for (int sq = 0; sq < 64; sq++) {
             u64 ray = 0;
@@ -227,7 +252,7 @@ static void init_tables(void) {
     }
     for (int b = 0; b < 1 << 10; b++)
         for (int i = 9; i >= 0; i--) TERNARY[b] = (uint16_t)(TERNARY[b] * 3 + (b >> i & 1));
-    tables_ready = 1;
+    STORE_RELEASE(tables_ready, 1);
 }
 
 /* ---- moves ------------------------------------------------------------------------------- */
@@ -355,43 +380,44 @@ static inline int final_score(const Solver *s, u64 mover, u64 opponent) {
 
 /* ---- stability --------------------------------------------------------------------------- */
 
-/* Discs of `stable` (a subset of the mover's discs on one edge of n squares) that no sequence of
- * moves on that edge can flip: each empty square is played by either side, with the flips
- * along the edge (a placement may be legal through another line, so one that flips nothing on
- * the edge counts too). */
-static int edge_stable_search(int n, int mover, int opponent, int stable) {
-    stable &= mover;
-    int empty = ~(mover | opponent) & ((1 << n) - 1);
-    if (!stable || !empty) return stable;
-    for (int x = 0; x < n && stable; x++) {
-        if (!(empty >> x & 1)) continue;
-        for (int side = 0; side < 2 && stable; side++) {
-            int me = side ? opponent : mover, you = side ? mover : opponent; /* `me` plays x */
-            int flipped = 0, y;
-            for (y = x - 1; y >= 0 && (you >> y & 1); y--) {}
-            if (y >= 0 && y < x - 1 && (me >> y & 1))
-                for (int z = y + 1; z < x; z++) flipped |= 1 << z;
-            for (y = x + 1; y < n && (you >> y & 1); y++) {}
-            if (y < n && y > x + 1 && (me >> y & 1))
-                for (int z = x + 1; z < y; z++) flipped |= 1 << z;
-            me |= flipped | 1 << x;
-            you &= ~flipped;
-            stable = edge_stable_search(n, side ? you : me, side ? me : you, stable);
-        }
-    }
-    return stable;
-}
-
-/* The table of stable edge discs for edges of n squares, index (mover << n) | opponent. */
+/* The table of stable edge discs for edges of n squares, index (mover << n) | opponent: the
+ * mover's discs that no sequence of moves on the edge can flip. Each empty square may be
+ * played by either side, with the flips along the edge (a placement may be legal through
+ * another line, so one that flips nothing on the edge counts too); a disc is stable when it
+ * stays the mover's in every position one move on. Positions are taken by number of empty
+ * squares, so those one move on are known. */
 static const uint8_t *edge_table(int n) {
-    if (EDGE_STABLE[n]) return EDGE_STABLE[n];
+    const uint8_t *known = (const uint8_t *)LOAD_ACQUIRE(EDGE_STABLE[n]);
+    if (known) return known;
     uint8_t *t = (uint8_t *)calloc((size_t)1 << (2 * n), 1);
     if (!t) return NULL;
-    for (int m = 0; m < 1 << n; m++)
-        for (int o = 0; o < 1 << n; o++)
-            if (!(m & o)) t[(m << n) | o] = (uint8_t)edge_stable_search(n, m, o, m);
-    EDGE_STABLE[n] = t;
-    return t;
+    const int full = (1 << n) - 1;
+    for (int empties = 0; empties <= n; empties++)
+        for (int m = 0; m <= full; m++)
+            for (int o = 0; o <= full; o++) {
+                const int empty = full & ~(m | o);
+                if ((m & o) || popcount((u64)empty) != empties) continue;
+                int stable = m;
+                for (int x = 0; x < n && stable; x++) {
+                    if (!(empty >> x & 1)) continue;
+                    for (int side = 0; side < 2; side++) {
+                        int me = side ? o : m, you = side ? m : o; /* `me` plays x */
+                        int flipped = 0, y;
+                        for (y = x - 1; y >= 0 && (you >> y & 1); y--) {}
+                        if (y >= 0 && y < x - 1 && (me >> y & 1))
+                            for (int z = y + 1; z < x; z++) flipped |= 1 << z;
+                        for (y = x + 1; y < n && (you >> y & 1); y++) {}
+                        if (y < n && y > x + 1 && (me >> y & 1))
+                            for (int z = x + 1; z < y; z++) flipped |= 1 << z;
+                        me |= flipped | 1 << x;
+                        you &= ~flipped;
+                        const int cm = side ? you : me, co = side ? me : you;
+                        stable &= t[(cm << n) | co];
+                    }
+                }
+                t[(m << n) | o] = (uint8_t)stable;
+            }
+    return (const uint8_t *)publish(&EDGE_STABLE[n], t);
 }
 
 /* The n squares of column `col` as the low bits of a byte (bit i = row i). */
@@ -566,15 +592,12 @@ static int solve_3(Solver *s, u64 mover, u64 opponent, int alpha, int x1, int x2
     return best;
 }
 
-/* Score with four empty squares (the list's) against the null window, odd quadrants first. */
+/* Score with four empty squares against the null window, odd quadrants first. */
 static int solve_4(Solver *s, u64 mover, u64 opponent, int alpha, int passed) {
     s->nodes++;
     PROFILE(prof_nodes[4]++);
     int score;
     if (stability_cut(s, mover, opponent, alpha, 4, &score)) return score;
-#ifdef SHALLOW_LIST
-    int x1 = s->next[LIST_END], x2 = s->next[x1], x3 = s->next[x2], x4 = s->next[x3];
-#else
     u64 empty = s->board & ~(mover | opponent);
     int x1 = first_square(empty);
     empty &= empty - 1;
@@ -583,7 +606,6 @@ static int solve_4(Solver *s, u64 mover, u64 opponent, int alpha, int passed) {
     int x3 = first_square(empty);
     empty &= empty - 1;
     int x4 = first_square(empty);
-#endif
     const uint8_t *q = s->quadrant_bit;
     const int parity = s->parity;
     /* Holes of sizes 1-1-2 are the only ones where parity reorders: the two singles first. */
@@ -616,35 +638,27 @@ static int solve_4(Solver *s, u64 mover, u64 opponent, int alpha, int passed) {
     return best;
 }
 
-/* ---- shallow search: parity over the list of empties, no table -------------------------- */
-
-static inline void list_remove(Solver *s, int x) {
-    s->next[s->prev[x]] = s->next[x];
-    s->prev[s->next[x]] = s->prev[x];
-    s->parity ^= s->quadrant_bit[x];
-}
-
-static inline void list_restore(Solver *s, int x) {
-    s->next[s->prev[x]] = (uint8_t)x;
-    s->prev[s->next[x]] = (uint8_t)x;
-    s->parity ^= s->quadrant_bit[x];
-}
+/* ---- shallow search: parity, no table ---------------------------------------------------- */
 
 static int search_shallow(Solver *s, u64 mover, u64 opponent, int alpha, int empties, int passed);
 
 /* The null-window score of any position with at most SHALLOW empty squares. */
 static inline int search_small(Solver *s, u64 mover, u64 opponent, int alpha, int empties) {
+    u64 empty = s->board & ~(mover | opponent);
+    const int x1 = empties ? first_square(empty) : 0;
+    empty &= empty - 1;
     switch (empties) {
     case 0:
         s->nodes++;
         return final_score(s, mover, opponent);
     case 1:
-        return solve_1(s, mover, opponent, s->next[LIST_END]);
+        return solve_1(s, mover, opponent, x1);
     case 2:
-        return solve_2(s, mover, opponent, alpha, s->next[LIST_END], s->next[s->next[LIST_END]], 0);
+        return solve_2(s, mover, opponent, alpha, x1, first_square(empty), 0);
     case 3: {
-        int x1 = s->next[LIST_END], x2 = s->next[x1];
-        return solve_3(s, mover, opponent, alpha, x1, x2, s->next[x2], 0);
+        const int x2 = first_square(empty);
+        empty &= empty - 1;
+        return solve_3(s, mover, opponent, alpha, x1, x2, first_square(empty), 0);
     }
     case 4:
         return solve_4(s, mover, opponent, alpha, 0);
@@ -655,40 +669,6 @@ static inline int search_small(Solver *s, u64 mover, u64 opponent, int alpha, in
 
 /* Null-window search with 5..SHALLOW empty squares: squares in odd quadrants first, each tried
  * only if it touches an opponent disc. */
-#ifdef SHALLOW_LIST
-static int search_shallow(Solver *s, u64 mover, u64 opponent, int alpha, int empties, int passed) {
-    s->nodes++;
-    PROFILE(prof_nodes[empties]++);
-    int best = -INF_SCORE, tried = 0;
-    if (stability_cut(s, mover, opponent, alpha, empties, &best)) return best;
-    const int parity = s->parity;
-    for (int odd = 1; odd >= 0; odd--) {
-        for (int x = s->next[LIST_END]; x != LIST_END; x = s->next[x]) {
-            if ((!(parity & s->quadrant_bit[x])) == odd) continue;
-            u64 f;
-            if (!(NEIGHBOUR[x] & opponent) || !(f = flips(mover, opponent, x))) continue;
-            list_remove(s, x);
-            u64 cm = opponent & ~f, co = mover | f | (1ULL << x);
-            int v = empties == 5 ? -solve_4(s, cm, co, -alpha - 1, 0)
-                                 : -search_shallow(s, cm, co, -alpha - 1, empties - 1, 0);
-            list_restore(s, x);
-            tried++;
-            if (v > best) {
-                best = v;
-                if (v > alpha) {
-                    PROFILE(prof_cut[empties]++; if (tried == 1) prof_cut_first[empties]++);
-                    return v;
-                }
-            }
-        }
-    }
-    if (best == -INF_SCORE) {
-        if (passed) return final_score(s, mover, opponent);
-        return -search_shallow(s, opponent, mover, -alpha - 1, empties, 1);
-    }
-    return best;
-}
-#else
 static int search_shallow(Solver *s, u64 mover, u64 opponent, int alpha, int empties, int passed) {
     s->nodes++;
     PROFILE(prof_nodes[empties]++);
@@ -723,7 +703,6 @@ static int search_shallow(Solver *s, u64 mover, u64 opponent, int alpha, int emp
     }
     return best;
 }
-#endif
 
 /* ---- transposition table ----------------------------------------------------------------- */
 
@@ -833,6 +812,9 @@ static inline u64 transpose(u64 x) { /* (row, col) -> (col, row) */
     return x;
 }
 
+/* The A1-H8 diagonal's squares on an n x n board. */
+static inline u64 diagonal(int n) { return n == 8 ? 0x8040201008040201ULL : 0x8040201008040201ULL & ((1ULL << (9 * n)) - 1); }
+
 /* The pattern indices of one oriented image (mover m, opponent o), read at its top left. */
 static inline void pattern_indices(int n, int patterns, u64 m, u64 o, int *idx) {
     const u64 row = (1ULL << n) - 1;
@@ -841,7 +823,7 @@ static inline void pattern_indices(int n, int patterns, u64 m, u64 o, int *idx) 
     idx[1] = TERN((m & 7) | ((m >> 5) & 0x38) | ((m >> 10) & 0x1C0), (o & 7) | ((o >> 5) & 0x38) | ((o >> 10) & 0x1C0));
     idx[2] = TERN((m >> 8) & row, (o >> 8) & row);
     idx[3] = TERN((m >> 16) & row, (o >> 16) & row);
-    const u64 diag = 0x8040201008040201ULL & ((1ULL << (9 * (n - 1) + 1)) - 1);
+    const u64 diag = diagonal(n);
     int dm = (int)(((m & diag) * 0x0101010101010101ULL) >> 56), dn = (int)(((o & diag) * 0x0101010101010101ULL) >> 56);
     if (patterns == 6) {
         idx[4] = TERN((m >> 24) & row, (o >> 24) & row);
@@ -899,7 +881,7 @@ static int transpose_block(int index) {
  * line, corner block and diagonal once: a line (row or column) appears in two images, read from
  * either end; a corner block in two, transposed; a diagonal in four, twice from each end. Same
  * layout as the fitted weights; built once per board size. */
-static const int16_t *symmetric_weights(const EvalLayout *L) {
+static int16_t *symmetric_weights(const EvalLayout *L) {
     int16_t *sym = (int16_t *)malloc((size_t)L->phases * L->phase_size * sizeof(int16_t));
     if (!sym) return NULL;
     for (int p = 0; p < L->phases; p++) {
@@ -949,7 +931,7 @@ static int evaluate(const Solver *s, u64 mover, u64 opponent, int empties) {
     const int16_t *wc = w + L->offset[1];
     sum += wc[TERN(BLOCK(mover), BLOCK(opponent))] + wc[TERN(BLOCK(mh), BLOCK(oh))] + wc[TERN(BLOCK(mv), BLOCK(ov))]
          + wc[TERN(BLOCK(mhv), BLOCK(ohv))];
-    const u64 diag = 0x8040201008040201ULL & ((1ULL << (9 * last + 1)) - 1);
+    const u64 diag = diagonal(n);
     const int16_t *wd = w + L->offset[L->patterns - 1];
     sum += wd[TERN(DIAG(mover), DIAG(opponent))] + wd[TERN(DIAG(mh), DIAG(oh))];
 #undef TERN
@@ -1021,14 +1003,6 @@ static int rough_search(const Solver *s, u64 mover, u64 opponent, int depth, int
     return best;
 }
 
-/* The mover's discs that no move can flip near the corners: owned corners and the edge squares
- * beside an owned corner. */
-static inline int corner_stability(const Solver *s, u64 discs) {
-    u64 stable = 0;
-    for (int k = 0; k < 4; k++)
-        if (discs & s->corner[k]) stable |= s->corner[k] | (s->corner_edge[k] & discs);
-    return popcount(stable);
-}
 
 /* Depth-limited alpha-beta on the fitted evaluation (discs times EVAL_SCALE). */
 static int eval_search(const Solver *s, u64 mover, u64 opponent, int depth, int alpha, int beta, int empties,
@@ -1071,16 +1045,19 @@ static int ordered_children(const Solver *s, u64 mover, u64 opponent, u64 moves,
         c.sq = sq;
         c.mover = opponent & ~f;
         c.opponent = mover | f | (1ULL << sq);
-        if (empties > SHALLOW + 1) PREFETCH(bucket_of(s, c.mover, c.opponent)); /* for ETC and the child */
+        if (empties > TABLE_EMPTIES) PREFETCH(bucket_of(s, c.mover, c.opponent)); /* for ETC and the child */
         if (use_eval) {
             c.key = eval_search(s, c.mover, c.opponent, eval_depth, -1000000, 1000000, empties - 1, 0);
+            if (W_EVAL_MOB) {
+                u64 replies = legal_moves(c.mover, c.opponent, s->board);
+                c.key += W_EVAL_MOB * (popcount(replies) + popcount(replies & s->corners));
+            }
         } else if (depth > 0) {
             c.key = rough_search(s, c.mover, c.opponent, depth, -1000000, 1000000, 0);
         } else {
             u64 replies = legal_moves(c.mover, c.opponent, s->board);
             c.key = W_MOB * (popcount(replies) + popcount(replies & s->corners)) - W_CORNER * !!((1ULL << sq) & s->corners)
-                  + W_POT * frontier(s, c.opponent, c.mover) - W_CSTAB * corner_stability(s, c.opponent)
-                  - (empties < PARITY_EMPTIES ? W_PARITY * !!(s->parity & s->quadrant_bit[sq]) : 0);
+                  + W_POT * frontier(s, c.opponent, c.mover);
         }
         int i = n++;
         while (i > 0 && out[i - 1].key > c.key) {
@@ -1107,8 +1084,9 @@ static inline int search_child(Solver *s, u64 mover, u64 opponent, int alpha, in
 static int search_deep(Solver *s, u64 mover, u64 opponent, int alpha, int empties, int passed, int *best_move) {
     s->nodes++;
     PROFILE(prof_nodes[empties]++);
+    const int use_table = empties >= TABLE_EMPTIES || best_move;
     Bucket *bucket = bucket_of(s, mover, opponent);
-    PREFETCH(bucket); /* the table is far bigger than the caches: start the load early */
+    if (use_table) PREFETCH(bucket); /* the table is far bigger than the caches: start the load early */
     const int beta = alpha + 1;
     u64 moves = legal_moves(mover, opponent, s->board);
     if (!moves) {
@@ -1123,7 +1101,7 @@ static int search_deep(Solver *s, u64 mover, u64 opponent, int alpha, int emptie
     }
     int score;
     if (!best_move && stability_cut(s, mover, opponent, alpha, empties, &score)) return score;
-    const Entry *e = lookup(s, mover, opponent);
+    const Entry *e = use_table ? lookup(s, mover, opponent) : NULL;
     int table_move = NO_MOVE;
     if (e) {
         table_move = e->move;
@@ -1136,9 +1114,9 @@ static int search_deep(Solver *s, u64 mover, u64 opponent, int alpha, int emptie
     if (table_move >= 0 && ((moves >> table_move) & 1)) {
         /* The stored best move first: it often refutes the node before the others are ordered. */
         u64 f = flips(mover, opponent, table_move);
-        list_remove(s, table_move);
+        s->parity ^= s->quadrant_bit[table_move];
         best = -search_child(s, opponent & ~f, mover | f | (1ULL << table_move), -beta, empties - 1);
-        list_restore(s, table_move);
+        s->parity ^= s->quadrant_bit[table_move];
         best_sq = table_move;
         tried = 1;
         moves &= ~(1ULL << table_move);
@@ -1157,9 +1135,9 @@ static int search_deep(Solver *s, u64 mover, u64 opponent, int alpha, int emptie
         }
         for (int i = 0; i < n; i++) {
             const Child *c = &children[i];
-            list_remove(s, c->sq);
+            s->parity ^= s->quadrant_bit[c->sq];
             int v = -search_child(s, c->mover, c->opponent, -beta, empties - 1);
-            list_restore(s, c->sq);
+            s->parity ^= s->quadrant_bit[c->sq];
             tried++;
             if (v > best) {
                 best = v;
@@ -1169,40 +1147,23 @@ static int search_deep(Solver *s, u64 mover, u64 opponent, int alpha, int emptie
         }
     }
     PROFILE(if (best > alpha) { prof_cut[empties]++; if (tried == 1) prof_cut_first[empties]++; });
-    if (best > alpha) store(bucket, mover, opponent, empties, best, 64, best_sq);
-    else store(bucket, mover, opponent, empties, -64, best, best_sq);
+    if (!use_table) {
+    } else if (best > alpha) {
+        store(bucket, mover, opponent, empties, best, 64, best_sq);
+    } else {
+        store(bucket, mover, opponent, empties, -64, best, best_sq);
+    }
     if (best_move) *best_move = best_sq;
     return best;
 }
 
 /* ---- root ----------------------------------------------------------------------------------- */
 
-/* Put the empty squares of the position in the list, good squares first, and their parity. */
-static void list_init(Solver *s, u64 empty) {
-    int order[64], n = 0;
-    for (u64 e = empty; e; e &= e - 1) {
-        int sq = first_square(e), r = sq / 8, c = sq % 8;
-        /* rank by the distance from the nearest edges, as on the 8x8 pattern: corners stay corners */
-        int dr = r < s->size - 1 - r ? r : s->size - 1 - r, dc = c < s->size - 1 - c ? c : s->size - 1 - c;
-        int rr = dr < 3 ? dr : 3, cc = dc < 3 ? dc : 3;
-        int key = SQUARE_RANK[rr][cc] * 64 + sq, i = n++;
-        while (i > 0 && order[i - 1] > key) {
-            order[i] = order[i - 1];
-            i--;
-        }
-        order[i] = key;
-    }
-    int last = LIST_END;
-    s->parity = 0;
-    for (int i = 0; i < n; i++) {
-        int sq = order[i] % 64;
-        s->next[last] = (uint8_t)sq;
-        s->prev[sq] = (uint8_t)last;
-        last = sq;
-        s->parity ^= s->quadrant_bit[sq];
-    }
-    s->next[last] = LIST_END;
-    s->prev[LIST_END] = (uint8_t)last;
+/* The parity of the position's empty squares by quadrant. */
+static int parity_of(const Solver *s, u64 empty) {
+    int parity = 0;
+    for (; empty; empty &= empty - 1) parity ^= s->quadrant_bit[first_square(empty)];
+    return parity;
 }
 
 /* Where the root's null-window searches start: the score that a shallow search of the fitted
@@ -1285,8 +1246,12 @@ void *oj_create(u64 board, int size, int table_bits) {
     s->edge_stable = edge_table(size);
     eval_layout(&s->eval, size);
     if (s->eval.weights) {
-        if (!EVAL_SYMMETRIC[size]) EVAL_SYMMETRIC[size] = symmetric_weights(&s->eval);
-        s->eval_weights = EVAL_SYMMETRIC[size];
+        const int16_t *sym = (const int16_t *)LOAD_ACQUIRE(EVAL_SYMMETRIC[size]);
+        if (!sym) {
+            int16_t *built = symmetric_weights(&s->eval);
+            sym = built ? (const int16_t *)publish(&EVAL_SYMMETRIC[size], built) : NULL;
+        }
+        s->eval_weights = sym;
         if (!s->eval_weights) s->eval.weights = NULL; /* no memory: order without the evaluation */
     }
     if (!s->edge_stable) {
@@ -1299,7 +1264,6 @@ void *oj_create(u64 board, int size, int table_bits) {
         int r = corner_rc[k][0], c = corner_rc[k][1], dr = r ? -1 : 1, dc = c ? -1 : 1;
         s->corner[k] = 1ULL << (r * 8 + c);
         s->x_square[k] = 1ULL << ((r + dr) * 8 + c + dc);
-        s->corner_edge[k] = 1ULL << ((r + dr) * 8 + c) | 1ULL << (r * 8 + c + dc);
         s->corners |= s->corner[k];
     }
     for (int p = 0; p < 16; p++)
@@ -1358,7 +1322,7 @@ int oj_solve(void *handle, u64 mover, u64 opponent, int alpha, int beta, int *be
     int move = NO_MOVE, v;
     if (alpha < -64) alpha = -64;
     if (beta > 64) beta = 64;
-    list_init(s, empty);
+    s->parity = parity_of(s, empty);
     if (!legal_moves(mover, opponent, s->board)) { /* a pass, or the end of the game */
         s->nodes++;
         if (!legal_moves(opponent, mover, s->board)) {
