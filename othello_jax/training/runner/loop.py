@@ -332,17 +332,26 @@ class StopSignals(stops.Answer):
         self.phase, self.done, self.saved = "starting", 0, None
         self.checkpoints: Path | None = None
         self._main_calls = 0
+        self._plan: str | None = None  # what the first signal leads to, read when it came
+
+    def _plan_at_signal(self) -> str:
+        """:meth:`plan` as it was when the first signal came (the main thread's handler may run
+        before the watcher thread, and the loop moves on to its stop)."""
+        if self._plan is None:
+            self._plan = self.plan()
+        return self._plan
 
     def at_once(self, signum: int, count: int) -> None:
         name = stops.signal_name(signum)
         if count == 1:
             again = "Ctrl-C again" if signum == signal.SIGINT else f"a second {name}"
-            self.say(f"{self.prefix}stopping ({name}): {self.plan()}; {again} aborts at once")
+            self.say(f"{self.prefix}stopping ({name}): {self._plan_at_signal()}; {again} aborts at once")
         elif self.abort_process:
             self.say(f"{self.prefix}aborted by a second signal ({name}); {self.on_disk()}")
             stops.end_process(stops.exit_code(self.first or signum))
 
     def in_main(self, signum: int, count: int) -> None:
+        self._plan_at_signal()
         self._main_calls += 1
         if not self.abort_process and max(self._main_calls, self.count) >= 2:
             raise KeyboardInterrupt
