@@ -60,21 +60,20 @@ def main(argv: list[str]) -> int:
         return fail(f"--positions must be >= 0, got {args.positions}")
     if args.batch_size < 1:
         return fail(f"--batch-size must be >= 1, got {args.batch_size}")
-    try:
-        database = wthor.require_database(args.wthor, "pass --wthor=DIR")
-    except InputError as error:
-        return fail(error)
-
     from othello_jax.checkpoint import CheckpointError, load_agent_variables
     from othello_jax.data import expert, move_prediction
     from othello_jax.model import make_network
 
-    try:
+    try:  # the network first (a second's read), then the database (which may need a download)
         network_config, variables, size = load_agent_variables(args.checkpoint)
     except CheckpointError as error:
         return fail(str(error))
     if size != 8:
         return fail(f"the checkpoint holds a {size}x{size} network; expert games are 8x8")
+    try:
+        database = wthor.require_database(args.wthor, "pass --wthor=DIR")
+    except InputError as error:
+        return fail(error)
     progress = None if args.json else _progress
     try:
         data = expert.load_expert_data(database, args.test_from_year,
