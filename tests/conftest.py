@@ -122,7 +122,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     as it ends (on the controller under xdist), so a suite stopped halfway still has its profile
     (pytest's --durations prints only at the end)."""
     path = os.environ.get(TIMES_ENV)
-    if path and not os.environ.get("PYTEST_XDIST_WORKER") and (report.when == "call" or report.duration >= 1.0 or report.failed):
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if path and not worker and (report.when == "call" or report.duration >= 1.0 or report.failed):
         with open(path, "a") as log:
             log.write(f"{report.duration:9.2f} {report.outcome:7} {report.when:8} {report.nodeid}\n")
 
