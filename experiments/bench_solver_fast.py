@@ -9,7 +9,8 @@ fixed 6x6 positions at each of 22, 24 and 26 empty squares.
 The 6x6 positions come from uniformly random play, seeded (``random.Random(1000 * seed +
 empties)``, played by the rules written out here), so every run and every machine gets the
 same ones; a position is kept when it has the wanted empty squares and the mover a move. Each
-solve starts from a cleared transposition table (both solvers at their default size); old and
+solve starts from a cleared transposition table, each solver at its own default size (the old
+2^20 entries of 24 bytes, the new 2^21 of 32 bytes on 8x8 and 2^20 on 6x6); old and
 new alternate position by position, so a change in the machine's load hits both alike. Times are
 this process's CPU seconds (the wall clock also counts other people's work on a shared
 machine); the totals give both. Scores must agree with each other (and with the FFO file).
@@ -32,6 +33,7 @@ from othello_jax.solver import c_solver
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_FFO = REPO.parent / "shared" / "data" / "ffo" / "fforum-40-59.obf"
 BEFORE = "b463a90"  # the commit before the faster solver (issue 66)
+BEFORE_TABLE_BITS = 20  # the old solver's default table: 2^20 entries of 24 bytes
 DIRECTIONS = [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]
 
 
@@ -146,7 +148,8 @@ def solve(solvers: dict[int, c_solver.CSolver], position: Position) -> tuple[int
 
 def run_set(name: str, positions: list[Position], libraries: dict[str, ctypes.CDLL]) -> dict[str, Tally]:
     """Solve a set with every library, alternating position by position; print a line each."""
-    solvers = {label: {size: c_solver.CSolver(size, lib=lib) for size in {p.size for p in positions}}
+    solvers = {label: {size: c_solver.CSolver(size, BEFORE_TABLE_BITS if label == "before" else None, lib=lib)
+                       for size in {p.size for p in positions}}
                for label, lib in libraries.items()}
     tallies = {label: Tally() for label in libraries}
     labels = list(libraries)

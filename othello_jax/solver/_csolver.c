@@ -7,26 +7,35 @@
  *
  * Search: every node is searched with a null window (alpha, alpha + 1); the root closes in on
  * the exact score (or the score inside a requested window) by a series of such searches
- * (MTD(f)), starting from a guess of a shallow search. The layers, from the leaves up:
+ * (MTD(f)), starting from the score a shallow search of the fitted evaluation expects. The
+ * layers, from the leaves up:
  *
  *  - 1 to 4 empty squares: specialised code without move generation (solve_1 .. solve_4): each
- *    empty square next to an opponent disc is tried, squares in odd regions first (parity);
- *    the last square is scored from its flip count alone.
- *  - up to SHALLOW empty squares: the same parity search over a linked list of the empty
- *    squares (kept in a fixed good-squares-first order), no table.
- *  - more: a transposition table (two-entry buckets: one kept by depth, one always replaced)
- *    keeps bounds and best moves; the stored move is tried first; children's stored bounds
- *    may cut a node at once (enhanced transposition cutoff); the other moves are ordered
- *    fastest-first (fewest replies for the opponent, corners counted twice; then corner
- *    stability and fewest empty squares next to the mover's discs; then parity). With
- *    SORT_EMPTIES or more empty squares the order comes instead from a shallow search of a
- *    rough value (mobility, corners, frontier, X-squares), which pays for itself there.
+ *    empty square next to an opponent disc is tried, squares alone in their quadrant first
+ *    (parity); the last square is scored from its flip count alone, read from line tables.
+ *  - 5 to SHALLOW empty squares: the generated moves in odd quadrants first, corners first
+ *    within each group; no table.
+ *  - more: a transposition table (two-entry buckets on one cache line: one kept by depth, one
+ *    always replaced, prefetched) keeps bounds and best moves; the stored move is tried first;
+ *    children's stored bounds may cut a node at once (enhanced transposition cutoff); the other
+ *    moves are ordered fastest-first (fewest replies for the opponent, corners counted twice,
+ *    fewest empty squares next to the mover's discs, corners first). From EVAL_SORT_EMPTIES
+ *    the key is a shallow search of the fitted evaluation plus the opponent's replies (with no
+ *    fitted weights for the board size: a shallow search of a rough value from SORT_EMPTIES).
  *
  * At every layer from 4 empty squares up, a stability cutoff: discs of the opponent that can
  * never be flipped (edges from a table computed once per edge length, full lines, and discs
  * held in place by those) bound the mover's score from above; when that bound is at most
  * alpha the node fails low without a search. It is tried only when alpha is high enough for
  * the bound to have a chance.
+ *
+ * The evaluation (patterns read from the board's 8 symmetric images, plus mobility and frontier
+ * counts) has weights fitted to exact scores by experiments/fit_solver_eval.py, kept in
+ * _csolver_eval.h; oj_features gives the fit the same features the search reads.
+ *
+ * Flips and move generation use AVX2 (and AVX-512's leading-zero count) when the compiler
+ * targets them (-march=native), portable 64-bit code otherwise; both give the same results.
+ * Compile with -DOJ_PROFILE for node counts by empties and a trace of the root's searches.
  */
 #include <stdint.h>
 #include <stdlib.h>
