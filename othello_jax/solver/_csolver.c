@@ -116,7 +116,7 @@ typedef uint64_t u64;
 #define GUESS_EMPTIES 12
 #endif
 #ifndef GUESS_DEPTH
-#define GUESS_DEPTH 7
+#define GUESS_DEPTH 9
 #endif
 #define INF_SCORE 127
 #define PASS_MOVE 64
@@ -1013,7 +1013,8 @@ static int rough_search(const Solver *s, u64 mover, u64 opponent, int depth, int
 }
 
 
-/* Depth-limited alpha-beta on the fitted evaluation (discs times EVAL_SCALE). */
+/* Depth-limited alpha-beta on the fitted evaluation (discs times EVAL_SCALE). From depth 3 the
+ * moves are tried best-first by the evaluation of the position they lead to, for more cutoffs. */
 static int eval_search(const Solver *s, u64 mover, u64 opponent, int depth, int alpha, int beta, int empties,
                        int passed) {
     if (empties == 0) return EVAL_SCALE * final_score(s, mover, opponent);
@@ -1023,11 +1024,22 @@ static int eval_search(const Solver *s, u64 mover, u64 opponent, int depth, int 
         if (passed) return EVAL_SCALE * final_score(s, mover, opponent);
         return -eval_search(s, opponent, mover, depth, -beta, -alpha, empties, 1);
     }
-    int best = -1000000;
+    Child children[34];
+    int n = 0;
     for (; moves; moves &= moves - 1) {
         int sq = first_square(moves);
         u64 f = flips(mover, opponent, sq);
-        int v = -eval_search(s, opponent & ~f, mover | f | (1ULL << sq), depth - 1, -beta, -alpha, empties - 1, 0);
+        Child c = {sq, 0, opponent & ~f, mover | f | (1ULL << sq)};
+        int i = n++;
+        if (depth >= 3) {
+            c.key = evaluate(s, c.mover, c.opponent, empties - 1);
+            for (; i > 0 && children[i - 1].key > c.key; i--) children[i] = children[i - 1];
+        }
+        children[i] = c;
+    }
+    int best = -1000000;
+    for (int i = 0; i < n; i++) {
+        int v = -eval_search(s, children[i].mover, children[i].opponent, depth - 1, -beta, -alpha, empties - 1, 0);
         if (v > best) {
             best = v;
             if (v > alpha) {
