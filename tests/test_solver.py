@@ -191,7 +191,7 @@ def solve_and_report(problem, solver):
     return score, int(square_to_action(square, 8))
 
 
-# #45-#49 take about 2.5 minutes of CPU together (#49 alone about a minute; see bench_solver)
+# #45-#49 take about 40 seconds of CPU together (#45 alone about 15; see bench_solver_fast)
 FFO_NUMBERS = [*range(40, 45), *(pytest.param(n, marks=pytest.mark.slow) for n in range(45, 50))]
 
 

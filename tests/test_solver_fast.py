@@ -213,3 +213,20 @@ def test_the_4x4_start_matches_brute_force():
     init = game.init()
     me, you = ints(init)
     assert CSolver(4).solve(me, you)[0] == BruteForce(4).value(me, you)
+
+
+def test_the_portable_build_searches_the_same_tree():
+    """Built without the AVX2 code paths (as where the CPU lacks them), the solver generates the
+    same moves and flips and visits the same nodes for the same scores."""
+    portable = c_solver.load(c_solver._build(defines=["-DOJ_SCALAR"]))
+    native = c_solver.library()
+    rng = random.Random(3)
+    for size, empties in [(6, 14), (8, 12), (8, 16)]:
+        board = board_mask_int(size)
+        a, b = CSolver(size, lib=native), CSolver(size, lib=portable)
+        for p in random_play_positions(empties, 5, seed=11, size=size):
+            assert a.solve(p.mover, p.opponent) == b.solve(p.mover, p.opponent)
+            assert native.oj_legal(p.mover, p.opponent, board) == portable.oj_legal(p.mover, p.opponent, board)
+            for sq in rng.sample(range(64), 20):
+                if not (p.mover | p.opponent) >> sq & 1:
+                    assert native.oj_flips(p.mover, p.opponent, sq) == portable.oj_flips(p.mover, p.opponent, sq)

@@ -164,7 +164,6 @@ typedef struct {
     u64 board; /* playable squares */
     u64 corners, interior;
     u64 corner[4], x_square[4]; /* each corner and its diagonal neighbour */
-    u64 quadrant[4];
     uint8_t quadrant_bit[64]; /* 1 << the quadrant of each square */
     int size, num_squares;
     int stability_threshold[65]; /* try the stability cutoff when alpha is at least this */
@@ -1294,7 +1293,6 @@ void *oj_create(u64 board, int size, int table_bits) {
     for (int r = 0; r < size; r++)
         for (int c = 0; c < size; c++) {
             int q = (r >= h) * 2 + (c >= h);
-            s->quadrant[q] |= 1ULL << (r * 8 + c);
             s->quadrant_bit[r * 8 + c] = (uint8_t)(1 << q);
             if (r > 0 && r < last && c > 0 && c < last) s->interior |= 1ULL << (r * 8 + c);
         }
