@@ -134,7 +134,7 @@ def old_library(commit: str) -> ctypes.CDLL:
     path = folder / "_csolver.c"
     if not path.exists() or path.read_bytes() != source:
         path.write_bytes(source)
-    return c_solver.load(c_solver._build(path), abi=None)
+    return c_solver.load(c_solver.build(path), abi=None)
 
 
 def solve(solvers: dict[int, c_solver.CSolver], position: Position) -> tuple[int, float, float, int]:

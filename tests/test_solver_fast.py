@@ -218,7 +218,7 @@ def test_the_4x4_start_matches_brute_force():
 def test_the_portable_build_searches_the_same_tree():
     """Built without the AVX2 code paths (as where the CPU lacks them), the solver generates the
     same moves and flips and visits the same nodes for the same scores."""
-    portable = c_solver.load(c_solver._build(defines=["-DOJ_SCALAR"]))
+    portable = c_solver.load(c_solver.build(defines=["-DOJ_SCALAR"]))
     native = c_solver.library()
     rng = random.Random(3)
     for size, empties in [(6, 14), (8, 12), (8, 16)]:
