@@ -43,7 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "score an agent on the 6x6 perfect-play test set: optimal moves, disc loss"),
     "export-network": ("othello_jax.commands.export_network",
                        "a trained network as one portable .msgpack file (plays with --checkpoint=FILE)"),
-    "wthor": ("othello_jax.commands.wthor",
+    "wthor": ("othello_jax.commands.wthor_database",
               "wthor download: fetch the WThor expert games (~9 MB) to where accuracy and supervised training look"),
 }
 

@@ -216,8 +216,12 @@ def test_accuracy_command_rejects_bad_input(tmp_path, small_wthor, capsys):
     assert accuracy_command.main([f"--checkpoint={tmp_path / 'nothing'}", f"--wthor={small_wthor}"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("othello-jax accuracy: error: checkpoint path") and "\n" not in err
-    assert accuracy_command.main([f"--checkpoint={tmp_path}", f"--wthor={tmp_path / 'no_db'}"]) == 2
-    assert "WThor database not found" in capsys.readouterr().err
+    # the network is read first (a second), so a missing database is reported after a good checkpoint
+    assert accuracy_command.main(["--checkpoint=builtin:8x8", f"--wthor={tmp_path / 'no_db'}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "WThor database not found" in err and "\n" not in err
+    assert accuracy_command.main(["--checkpoint=builtin:6x6", f"--wthor={small_wthor}"]) == 2
+    assert "expert games are 8x8" in capsys.readouterr().err
     assert accuracy_command.main([f"--checkpoint={tmp_path}", f"--wthor={small_wthor}", "--positions=-1"]) == 2
     assert "--positions must be >= 0" in capsys.readouterr().err
 
@@ -407,11 +411,12 @@ def test_the_two_recipes_differ_only_in_their_optimizer_and_penalty(small_wthor,
     sgd, adamw = get_config("recipe_sgd"), get_config("recipe_adamw")
     differ = {k for k in sgd.keys() if sgd[k] != adamw[k]}
     assert differ == {"optimizer", "loss"} and sgd.loss.l2 == 5e-4 and adamw.loss.l2 == 0.0
+    for config in (sgd, adamw):  # a small database (checking a config needs one to be there)
+        config.data.wthor_dir, config.data.cache_dir = str(small_wthor), ""
     rate = learning_rate_schedule(supervised.check_config(sgd).optimizer)
     assert float(rate(0)) == pytest.approx(0.1) and float(rate(RECIPE_STEPS // 2)) == pytest.approx(0.1 / 2 ** 6)
     assert float(rate(RECIPE_STEPS)) == pytest.approx(0.1 / 2 ** 12)
     for name, config in (("sgd", sgd), ("adamw", adamw)):
-        config.data.wthor_dir, config.data.cache_dir = str(small_wthor), ""
         config.update(total_steps=4, eval_every=4, log_every=2, eval_positions=300)
         result = supervised.run(config, tmp_path / name, log=lambda _: None)
         assert 0 <= result["top1"] <= result["top3"] <= 1

@@ -148,6 +148,7 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
             clock.record_iteration(seconds, end)
             done = signals.done = iteration + 1
             record = iteration_record(metrics, done, seconds, compile_s, stage, program.network_evaluations(index))
+            record["elapsed_s"] = clock.trained()  # so far; again after gating and evaluation
             if signals.received and not multi:  # stop now: no evaluation, gating or progress line
                 log.write(record, curves=False)
                 raise writer.interrupted(signals.received, done, total, state, key, stage)
@@ -168,6 +169,7 @@ def _train(config: ConfigDict, workdir: Path, hooks: Hooks, signals: StopSignals
                     record.update(scores)
                     writer.evaluated(done, scores, _best_score(record, stage.eval.best_metric), state)
             except stops.Abandoned:  # a signal during the matches: the iteration is saved without them
+                record["elapsed_s"] = clock.trained()
                 log.write(record, curves=False)
                 raise writer.interrupted(signals.received or "a signal", done, total, state, key, stage) from None
             record["elapsed_s"] = clock.trained()  # everything: compile, play, train, evaluate
