@@ -27,6 +27,7 @@ from othello_jax.commands.command import DEBUG_FLAG, debug_by_environment, exit_
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, summary)
     "play": ("othello_jax.commands.play", "play a game against a checkpoint or agent in the terminal"),
+    "serve": ("othello_jax.commands.serve", "play the engines in a web browser (a local web app with hints)"),
     "engine": ("othello_jax.commands.engine", "serve a checkpoint or agent to GUIs (GTP or NBoard) on stdin/stdout"),
     "analyze": ("othello_jax.commands.analyze", "a network's policy, value and search visits for a position"),
     "train": ("othello_jax.commands.train", "train or resume a self-play run from a config (--config, --workdir)"),

@@ -174,13 +174,20 @@ class GameSession:
         self.actions: list[int] = []
         self.from_initial = start is None  # whether the actions are a whole game so far
 
-    def agent_move(self, agent: Any, key: jax.Array) -> int:
+    def copy(self) -> GameSession:
+        """The same game, on lists of its own (a worker thread searches it while the original changes)."""
+        twin = GameSession.__new__(GameSession)
+        twin.game, twin.states, twin.actions, twin.from_initial = (self.game, list(self.states), list(self.actions),
+                                                                   self.from_initial)
+        return twin
+
+    def agent_move(self, agent: Any, key: jax.Array, say: Say | None = None) -> int:
         """The action ``agent`` picks now (not played). Host agents that replay games (an
         external GTP engine) are first told the moves so far through ``start_games``. The
-        agent's first move is announced on standard error (:func:`announce_preparation`)."""
+        agent's first move is announced by ``say`` (default: standard error; :func:`announce_preparation`)."""
         if getattr(agent, "start_games", None) is not None and self.from_initial:
             agent.start_games([list(self.actions)])
-        with announce_preparation(agent, self.game):
+        with announce_preparation(agent, self.game, say):
             return agent_action(agent, self.state, key)
 
 

@@ -1,0 +1,145 @@
+"""`othello-jax serve`: play the engines in a web browser.
+
+Starts a local web app and prints its address; open it in a browser. Play any engine named here
+as either colour on 6x6 or 8x8, or watch two play each other, with hints (the search's top moves
+on the squares, the network's value, exact values in the endgame), an evaluation graph, undo and
+redo, transcripts and board strings pasted in, and the game downloaded as GGF. Each tab plays
+its own game. Needs the web extra: pip install 'othello-jax[web]'.
+
+    othello-jax serve
+    othello-jax serve --agent=builtin:8x8-expert --agent=alphabeta:3 --port=8080
+
+--agent takes a network (builtin:NAME, a .msgpack file, a training workdir) or an agent spec
+(alphabeta:3, greedy, net:ckpt=...,sims=64; see `othello-jax eval --help`), once per engine;
+the page never takes a path. The server listens on 127.0.0.1 (this machine only) unless --host
+says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+from collections.abc import Callable
+
+from othello_jax.commands import agent_options
+from othello_jax.commands.command import failure, make_parser
+from othello_jax.commands.engine import exact_empties
+from othello_jax.errors import InputError
+
+DEFAULT_AGENTS = ("builtin:8x8-expert", "builtin:6x6", "alphabeta:3", "greedy", "random")
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+INSTALL_HINT = "othello-jax serve needs the web extra: pip install 'othello-jax[web]' (starlette and uvicorn)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = make_parser("serve", __doc__)
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 lets others in)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")
+    parser.add_argument("--agent", action="append", default=None, metavar="SPEC",
+                        help=f"an engine the page offers (repeat for more; default: {', '.join(DEFAULT_AGENTS)})")
+    parser.add_argument("--sims", type=int, default=agent_options.PLAYING_SIMULATIONS,
+                        help=f"networks' search simulations per move unless the page says "
+                             f"(default {agent_options.PLAYING_SIMULATIONS})")
+    parser.add_argument("--search", default="gumbel", help="search variant: gumbel or puct (default gumbel)")
+    parser.add_argument("--solve", type=int, default=None, metavar="E",
+                        help="engines play positions with at most E empties perfectly (default: the board's, "
+                             "as in `play`; 0: never)")
+    parser.add_argument("--no-solve", dest="solve", action="store_const", const=0,
+                        help="no exact endgame play and no exact values in hints")
+    return parser
+
+
+def _is_spec(text: str) -> bool:
+    """Whether ``text`` is an agent spec (its kind is known) rather than a network to load."""
+    from othello_jax.agents import AgentSpecError, parse_spec
+
+    try:
+        parse_spec(text)
+    except AgentSpecError as error:
+        if str(error).startswith("unknown agent kind"):
+            return False
+        raise agent_options.AgentOptionError(f"--agent={text}: {error}") from None
+    return True
+
+
+def lineup_entry(text: str, args: argparse.Namespace) -> tuple[Callable[[int], agent_options.Player],
+                                                               tuple[int, ...], bool]:
+    """(build(sims) -> the engine, its board sizes, whether it is a network) for one --agent;
+    a network is loaded now (a bad one fails at the start, not in the page)."""
+    if _is_spec(text):
+        player = agent_options.with_endgame_solve(agent_options.spec_player(text, 8), args.solve, text)
+        return (lambda sims: player), (6, 8), False
+    first = agent_options.with_endgame_solve(agent_options.checkpoint_player(text, args.sims, args.search), args.solve)
+
+    def build(sims: int) -> agent_options.Player:
+        if sims == args.sims:
+            return first
+        player = agent_options.checkpoint_player(text, sims, args.search)
+        return agent_options.with_endgame_solve(player, args.solve)._replace(name=text)
+
+    return build, first.sizes, True
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port (OSError when the port is taken or the host unknown)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise InputError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    sock.listen(64)
+    return sock
+
+
+def address(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{port}/"
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    fail = failure("serve")
+    try:
+        import uvicorn
+
+        from othello_jax.interface import web_app
+    except ImportError:
+        return fail(INSTALL_HINT)
+    from othello_jax.interface.web_games import GameTable, Lineup
+
+    if not 0 <= args.port < 65536:
+        return fail(f"--port must be between 0 and 65535, got {args.port}")
+    if args.sims < 1:
+        return fail(f"--sims must be at least 1, got {args.sims}")
+    names = list(dict.fromkeys(args.agent or DEFAULT_AGENTS))
+    engines, sizes, networks = {}, {}, set()
+    try:
+        if args.solve is not None and args.solve < 0:
+            raise agent_options.AgentOptionError(f"--solve must be >= 0 empty squares, got {args.solve}")
+        for name in names:
+            engines[name], sizes[name], network = lineup_entry(name, args)
+            if network:
+                networks.add(name)
+    except agent_options.AgentOptionError as error:
+        return fail(error)
+    sock = _listen(args.host, args.port)
+    lineup = Lineup(engines, sizes, frozenset(networks), args.sims, exact_empties(args.solve))
+    table = GameTable(lineup)
+    if args.host not in LOCAL_HOSTS:
+        print(f"othello-jax serve: warning: listening on {args.host}: anyone who can reach this machine can open "
+              "the page and use its CPU; there is no password", file=sys.stderr)
+    print(f"othello-jax serve: open {address(sock)} in a browser (engines: {', '.join(names)}; Ctrl-C stops)",
+          flush=True)
+    config = uvicorn.Config(web_app.create_app(table), log_level="warning", access_log=False)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        table.close()
+        sock.close()
+    return 0
