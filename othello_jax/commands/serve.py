@@ -21,11 +21,15 @@ import argparse
 import socket
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from othello_jax.commands import agent_options
 from othello_jax.commands.command import failure, make_parser
 from othello_jax.commands.engine import exact_empties
 from othello_jax.errors import InputError
+
+if TYPE_CHECKING:
+    from othello_jax.interface.web_games import GameTable
 
 DEFAULT_AGENTS = ("builtin:8x8-expert", "builtin:6x6", "alphabeta:3", "greedy", "random")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -82,7 +86,7 @@ def lineup_entry(text: str, args: argparse.Namespace) -> tuple[Callable[[int], a
     return build, first.sizes, True
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def listen(host: str, port: int) -> socket.socket:
     """A socket bound to host:port (OSError when the port is taken or the host unknown)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -102,6 +106,25 @@ def address(sock: socket.socket) -> str:
     return f"http://{host}:{port}/"
 
 
+def build_table(args: argparse.Namespace) -> tuple[GameTable, list[str]]:
+    """The games' table for the parsed options and the engines' names (networks loaded now);
+    :class:`~othello_jax.commands.agent_options.AgentOptionError` on bad options."""
+    from othello_jax.interface.web_games import GameTable, Lineup
+
+    if args.sims < 1:
+        raise agent_options.AgentOptionError(f"--sims must be at least 1, got {args.sims}")
+    if args.solve is not None and args.solve < 0:
+        raise agent_options.AgentOptionError(f"--solve must be >= 0 empty squares, got {args.solve}")
+    names = list(dict.fromkeys(args.agent or DEFAULT_AGENTS))
+    engines, sizes, networks = {}, {}, set()
+    for name in names:
+        engines[name], sizes[name], network = lineup_entry(name, args)
+        if network:
+            networks.add(name)
+    lineup = Lineup(engines, sizes, frozenset(networks), args.sims, exact_empties(args.solve))
+    return GameTable(lineup), names
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     fail = failure("serve")
@@ -111,26 +134,13 @@ def main(argv: list[str]) -> int:
         from othello_jax.interface import web_app
     except ImportError:
         return fail(INSTALL_HINT)
-    from othello_jax.interface.web_games import GameTable, Lineup
-
     if not 0 <= args.port < 65536:
         return fail(f"--port must be between 0 and 65535, got {args.port}")
-    if args.sims < 1:
-        return fail(f"--sims must be at least 1, got {args.sims}")
-    names = list(dict.fromkeys(args.agent or DEFAULT_AGENTS))
-    engines, sizes, networks = {}, {}, set()
     try:
-        if args.solve is not None and args.solve < 0:
-            raise agent_options.AgentOptionError(f"--solve must be >= 0 empty squares, got {args.solve}")
-        for name in names:
-            engines[name], sizes[name], network = lineup_entry(name, args)
-            if network:
-                networks.add(name)
+        table, names = build_table(args)
     except agent_options.AgentOptionError as error:
         return fail(error)
-    sock = _listen(args.host, args.port)
-    lineup = Lineup(engines, sizes, frozenset(networks), args.sims, exact_empties(args.solve))
-    table = GameTable(lineup)
+    sock = listen(args.host, args.port)
     if args.host not in LOCAL_HOSTS:
         print(f"othello-jax serve: warning: listening on {args.host}: anyone who can reach this machine can open "
               "the page and use its CPU; there is no password", file=sys.stderr)

@@ -40,6 +40,12 @@ STATIC_DIR = Path(__file__).parent / "static"
 MAX_BODY = 64 * 1024  # bytes: a transcript or a board string is far less
 
 
+class RequestTooLarge(WebRequestError):
+    """A request body beyond MAX_BODY."""
+
+    status = 413
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": first_line(message)}, status_code=status)
 
@@ -47,10 +53,10 @@ def _error(status: int, message: str) -> JSONResponse:
 async def _body(request: Request) -> dict[str, Any]:
     """The request's JSON object (empty for an empty body); WebRequestError on anything else."""
     if int(request.headers.get("content-length") or 0) > MAX_BODY:
-        raise WebRequestError("the request is too large")
+        raise RequestTooLarge(f"the request is too large (over {MAX_BODY // 1024} KiB)")
     raw = await request.body()
     if len(raw) > MAX_BODY:
-        raise WebRequestError("the request is too large")
+        raise RequestTooLarge(f"the request is too large (over {MAX_BODY // 1024} KiB)")
     if not raw.strip():
         return {}
     try:
