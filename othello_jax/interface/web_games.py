@@ -94,12 +94,12 @@ class Lineup:
                 self._built[key] = self.engines[name](key[1] or self.sims)
             return self._built[key]
 
-    def hint_engine(self, size: int, preferred: list[str], sims: int | None) -> Engine | None:
-        """A network engine for hints on ``size``: the first of ``preferred`` (the game's engines)
-        that is a network playing that size, else the first such in the lineup."""
+    def hint_engine(self, size: int, preferred: list[str], sims: int | None) -> tuple[str, Engine] | None:
+        """(name, engine) of a network for hints on ``size``: the first of ``preferred`` (the
+        game's engines) that is a network playing that size, else the first such in the lineup."""
         for name in [*preferred, *self.engines]:
             if name in self.networks and size in self.sizes[name]:
-                return self.engine(name, sims)
+                return name, self.engine(name, sims)
         return None
 
     def describe(self) -> list[dict]:
@@ -438,9 +438,10 @@ class WebGame:
             point = {"value": float(np.sign(best if snapshot.to_move == 0 else -best)),
                      "text": hints["exact"], "exact": True}
         else:
-            engine = self.table.lineup.hint_engine(game.size, preferred, sims)
-            if engine is None:  # checked by hint(); an exact solve gave way to a pass
+            found = self.table.lineup.hint_engine(game.size, preferred, sims)
+            if found is None:  # checked by hint(); an exact solve gave way to a pass
                 raise WebRequestError(f"no network for hints on {game.size}x{game.size}")
+            name, engine = found
             analyzer = engine.analyzer
             prepared = self.table.prepared(analyzer)
             if not prepared:
@@ -463,7 +464,7 @@ class WebGame:
             mover_value = analysis.network_value
             hints["value"] = round(float(mover_value if snapshot.to_move == 0 else -mover_value), 3)
             hints["value_text"] = f"network: {analysis.describe(mover_value)} for {color_name(snapshot.to_move)}"
-            hints["source"] = f"{engine.name}, {analysis.simulations} simulations"
+            hints["source"] = f"{name}, {analysis.simulations} simulations"
             point = _search_point(analysis, snapshot.to_move)
         with self.lock:
             if generation != self.generation:
