@@ -37,6 +37,12 @@ echo "== test suite (newest versions), all but the tests marked slow"
 # run in the Colab leg below.
 # `bash scripts/test.sh -m ""` runs every test (a later -m wins).
 .venv/bin/python -c "import jax, flax, mctx; print('jax', jax.__version__, 'flax', flax.__version__, 'mctx', mctx.__version__)"
+# The browser tests (tests/test_serve_browser.py) drive Debian's chromium: installed here where missing and possible.
+if ! command -v chromium >/dev/null 2>&1; then
+  { [ "$(id -u)" = 0 ] && command -v apt-get && { apt-get install -y -qq chromium \
+    || { apt-get update -qq && apt-get install -y -qq chromium; }; }; } >/dev/null 2>&1 \
+    || echo "== no chromium, and it cannot be installed here (apt-get install -y chromium, as root): the browser tests skip"
+fi
 # Two pytest workers (TEST_WORKERS): the tests are mostly single-threaded compilation, so both
 # cores of a 2-core machine work (37 min -> 23 min for this leg, measured); they share the cache.
 # With XLA's optimisations mostly off for tests (tests/conftest.py) the leg took 14 min on a fresh
