@@ -1,10 +1,9 @@
-"""`othello-jax serve` in the test process: its table and app on a free port, uvicorn on a thread,
-and small JSON calls against it (for tests/test_serve_api.py and tests/test_serve_browser.py)."""
+"""`othello-jax serve` in the test process (its table and app on a free port, on a thread) and
+small JSON calls against it, for tests/test_serve_api.py and tests/test_serve_browser.py."""
 
 from __future__ import annotations
 
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -12,10 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import uvicorn
-
 from othello_jax.commands import serve
-from othello_jax.interface.web_app import create_app
 from othello_jax.interface.web_games import GameTable
 
 
@@ -52,21 +48,8 @@ class Server:
 
 @contextmanager
 def running_server(argv: list[str], watch_pause_s: float = 0.0) -> Iterator[Server]:
-    """`othello-jax serve ARGV` (its options; host and port are chosen here) until the block ends."""
+    """`othello-jax serve ARGV` (its options; the address is chosen here) until the block ends."""
     table, _ = serve.build_table(serve.build_parser().parse_args(argv))
     table.watch_pause_s = watch_pause_s
-    sock = serve.listen("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(create_app(table), log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield Server(serve.address(sock).rstrip("/"), table)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        table.close()
-        sock.close()
+    with serve.in_background(table) as url:
+        yield Server(url.rstrip("/"), table)

@@ -18,9 +18,12 @@ says otherwise.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from othello_jax.commands import agent_options
@@ -123,6 +126,32 @@ def build_table(args: argparse.Namespace) -> tuple[GameTable, list[str]]:
             networks.add(name)
     lineup = Lineup(engines, sizes, frozenset(networks), args.sims, exact_empties(args.solve))
     return GameTable(lineup), names
+
+
+@contextlib.contextmanager
+def in_background(table: GameTable, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """The app serving ``table`` on a thread until the block ends; yields its address (for the
+    tests and the screenshot script: `serve` itself runs the server on the main thread)."""
+    import uvicorn
+
+    from othello_jax.interface import web_app
+
+    sock = listen(host, port)
+    server = uvicorn.Server(uvicorn.Config(web_app.create_app(table), log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the web server did not start")
+        time.sleep(0.02)
+    try:
+        yield address(sock)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        table.close()
+        sock.close()
 
 
 def main(argv: list[str]) -> int:

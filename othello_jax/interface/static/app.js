@@ -41,9 +41,19 @@ function buildBoard(size) {
     button.setAttribute("aria-label", name);
     button.dataset.square = name;
     button.append(svgElement("svg", { viewBox: "0 0 100 100", "aria-hidden": "true" }));
+    if (index < size) button.append(coordinate("column", name[0]));
+    if (index % size === 0) button.append(coordinate("row", name.slice(1)));
     button.addEventListener("click", () => play(name));
     board.append(button);
   }
+}
+
+function coordinate(kind, text) {
+  const label = document.createElement("span");
+  label.className = `coordinate ${kind}`;
+  label.setAttribute("aria-hidden", "true");
+  label.textContent = text;
+  return label;
 }
 
 function drawSquare(button, piece, legal, last, hint) {
@@ -57,9 +67,9 @@ function drawSquare(button, piece, legal, last, hint) {
     svg.append(svgElement("circle", { cx: 50, cy: 50, r: 42, fill: black ? "#111" : "#fafafa", stroke: "#000" }));
     description += black ? ", black" : ", white";
   } else if (hint) {
-    svg.append(svgElement("text", { x: 50, y: hint.sub ? 44 : 56, "text-anchor": "middle", class: "hint-label" },
+    svg.append(svgElement("text", { x: 50, y: hint.sub ? 46 : 58, "text-anchor": "middle", class: "hint-label" },
                           hint.label));
-    if (hint.sub) svg.append(svgElement("text", { x: 50, y: 70, "text-anchor": "middle", class: "hint-sub" }, hint.sub));
+    if (hint.sub) svg.append(svgElement("text", { x: 50, y: 74, "text-anchor": "middle", class: "hint-sub" }, hint.sub));
     description += `, legal, ${hint.text}`;
   } else if (legal) {
     svg.append(svgElement("circle", { cx: 50, cy: 50, r: 9, fill: "#0009", class: "legal-dot" }));
@@ -108,10 +118,7 @@ function render(next) {
   $("message").textContent = view.message;
   if (view.error) $("error").textContent = view.error;
   $("busy").hidden = !view.busy;
-  if (view.busy) {
-    $("busy-text").textContent = view.busy.text + "…";
-    $("busy-time").textContent = `${Math.round(view.busy.elapsed)} s`;
-  }
+  if (view.busy) drawBusy(view.busy);
   drawHints(view.hints);
   drawGraph(view.evals, Math.max(view.moves.length, 1));
   $("moves").replaceChildren(...view.moves.map((move) => {
@@ -129,6 +136,22 @@ function render(next) {
   document.body.dataset.busy = Boolean(view.busy);
   clearTimeout(polling);
   if (view.busy) polling = setTimeout(poll, POLL_MS);
+}
+
+// "preparing the first move: compiling the search for 8x8 (about 30 s on cpu-2c the first time; ...)":
+// the bar fills over the time the notice foresees; without a figure it only shows that work goes on.
+function drawBusy(busy) {
+  $("busy-text").textContent = busy.text + "…";
+  $("busy-time").textContent = `${Math.round(busy.elapsed)} s`;
+  const foreseen = /about (?:(\d+)m(\d+)s|(\d+(?:\.\d+)?) s)/.exec(busy.text);  // notices' "47 s", "3m05s"
+  const bar = $("busy").querySelector(".bar div");
+  bar.classList.toggle("foreseen", Boolean(foreseen));
+  if (foreseen) {
+    const seconds = foreseen[3] ? Number(foreseen[3]) : 60 * Number(foreseen[1]) + Number(foreseen[2]);
+    bar.style.width = `${Math.min(100, 100 * busy.elapsed / seconds).toFixed(0)}%`;
+  } else {
+    bar.style.width = "";
+  }
 }
 
 function drawHints(hints) {
