@@ -44,6 +44,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "score an agent on the 6x6 perfect-play test set: optimal moves, disc loss"),
     "export-network": ("othello_jax.commands.export_network",
                        "a trained network as one portable .msgpack file (plays with --checkpoint=FILE)"),
+    "solve-6x6": ("othello_jax.commands.solve_6x6",
+                  "weakly solve 6x6 by the method of 'Othello is solved' (pivots, predictions, proof file)"),
+    "verify-proof": ("othello_jax.commands.verify_proof",
+                     "check a proof file: the tree walked again, every leaf re-solved"),
     "wthor": ("othello_jax.commands.wthor_database",
               "wthor download: fetch the WThor expert games (~9 MB) to where accuracy and supervised training look"),
 }

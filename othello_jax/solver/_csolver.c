@@ -54,7 +54,7 @@
 
 typedef uint64_t u64;
 
-#define OJ_ABI_VERSION 5
+#define OJ_ABI_VERSION 6
 /* Tunables (each may be overridden with -DNAME=value for experiments; the defaults were
  * measured on FFO #20-#44 and random 6x6 positions at 22-24 empties). */
 #ifndef SHALLOW
@@ -1401,6 +1401,15 @@ int oj_evaluate(void *handle, u64 mover, u64 opponent, int images) {
     if (!s->eval.weights) return 0;
     int empties = popcount(s->board & ~(mover | opponent));
     return images ? evaluate_images(s, mover, opponent, empties) : evaluate(s, mover, opponent, empties);
+}
+
+/* A depth-limited search of the fitted evaluation (discs times EVAL_SCALE; 0 without fitted
+ * weights): the solver's own guess of a position's value, a cheap predictor for proofs. */
+int oj_eval_search(void *handle, u64 mover, u64 opponent, int depth) {
+    Solver *s = (Solver *)handle;
+    if (!s->eval.weights) return 0;
+    int empties = popcount(s->board & ~(mover | opponent));
+    return eval_search(s, mover, opponent, depth, -1000000, 1000000, empties, 0);
 }
 
 /* The move generator, exposed for tests against the Python rules. */

@@ -29,7 +29,7 @@ from othello_jax.game.bitboard import board_mask_int
 from othello_jax.notices import say_while
 
 SOURCE = Path(__file__).with_name("_csolver.c")
-ABI_VERSION = 5
+ABI_VERSION = 6
 DEFAULT_TABLE_BITS = 20  # 2^20 table entries of 32 bytes (buckets of two, one cache line each): 32 MiB
 # 8x8 solves reach 24-26 empties, where a table twice as big saves ~10% of the time (FFO #45-#49)
 TABLE_BITS_BY_SIZE = {8: 21}
@@ -116,6 +116,8 @@ def load(path: Path, abi: int | None = ABI_VERSION) -> ctypes.CDLL:
         lib.oj_eval_layout.argtypes, lib.oj_eval_layout.restype = [ptr, i32p], None
         lib.oj_evaluate.argtypes, lib.oj_evaluate.restype = [ptr, u64, u64, i32], i32
         lib.oj_stable.argtypes, lib.oj_stable.restype = [ptr, u64, u64], u64
+    if hasattr(lib, "oj_eval_search"):  # ABI 6 on
+        lib.oj_eval_search.argtypes, lib.oj_eval_search.restype = [ptr, u64, u64, ctypes.c_int], ctypes.c_int
     return lib
 
 
@@ -167,6 +169,17 @@ class CSolver:
         move, nodes = ctypes.c_int(), ctypes.c_uint64()
         score = self._lib.oj_solve(self._handle, mover, opponent, alpha, beta, ctypes.byref(move), ctypes.byref(nodes))
         return score, move.value, nodes.value
+
+    def guess(self, mover: int, opponent: int, depth: int) -> float:
+        """The fitted evaluation searched ``depth`` plies (discs, from the mover's view; 0.0 where
+        the library has no fitted weights): a cheap estimate, never an exact value."""
+        scale = self._eval_scale()
+        return self._lib.oj_eval_search(self._handle, mover, opponent, depth) / scale if scale else 0.0
+
+    def _eval_scale(self) -> int:
+        layout = (ctypes.c_int32 * 8)()
+        self._lib.oj_eval_layout(self._handle, layout)
+        return layout[6] if layout[5] else 0
 
     def clear(self) -> None:
         """Forget the transposition table (for timing a solve from scratch)."""

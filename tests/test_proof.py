@@ -1,0 +1,116 @@
+"""The paper's method end to end on 4x4 (solve-6x6 --size=4), the proof checker against
+tampered proofs, resuming from the state file, and the shipped 6x6 proof."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from othello_jax.commands import solve_6x6, verify_proof
+from othello_jax.solver import c_solver, proof_file
+from othello_jax.solver.canonical import Rules, canonical, square_image, transform
+from othello_jax.solver.proof_check import ProofRejected, verify
+
+pytestmark = pytest.mark.skipif(not c_solver.available(), reason="needs the C solver")
+
+
+@pytest.fixture(scope="module")
+def proof4(tmp_path_factory):
+    """A 4x4 proof made by the command, with the solver's evaluation predicting."""
+    out = tmp_path_factory.mktemp("proof4") / "proof4.npz"
+    assert solve_6x6.main(["--size=4", "--predictor=solver", f"--out={out}"]) == 0
+    return out
+
+
+def test_4x4_solved_end_to_end_by_the_paper_method(proof4, capsys):
+    rules = Rules(4)
+    direct = c_solver.CSolver(4).solve(*rules.start())[0]
+    proof = proof_file.read(proof4)
+    assert proof.value == direct == -10  # white wins 4x4 by 10 discs (3-13)
+    assert proof.meta["predictor"] == "solver" and proof.meta["pivots"] == [10, 6]
+    report = verify(proof)
+    assert report.value == -10 and report.leaves > 0
+    assert verify_proof.main([f"--proof={proof4}", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["holds"] is True
+
+
+def test_4x4_with_the_heuristic_and_a_resumed_state(tmp_path, capsys):
+    out = tmp_path / "p.npz"
+    argv = ["--size=4", "--predictor=heuristic", f"--out={out}", "--json"]
+    assert solve_6x6.main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["value"] == -10 and first["solved"] > 0
+    assert (tmp_path / "p.state.npz").is_file()
+    assert solve_6x6.main(argv) == 0  # resumes a finished search: no new solves
+    again = json.loads(capsys.readouterr().out)
+    assert again["solved"] == first["solved"] and again["value"] == -10
+
+
+def _tampered(source, target, change) -> proof_file.Proof:
+    with np.load(source) as data:
+        arrays = {name: data[name].copy() for name in data.files}
+    change(arrays)
+    np.savez_compressed(target, **arrays)
+    return proof_file.read(target)
+
+
+def test_tampered_proofs_are_rejected(proof4, tmp_path):
+    def wrong_value(a):
+        meta = json.loads(str(a["meta"]))
+        meta["value"] = -8
+        a["meta"] = np.asarray(json.dumps(meta))
+        root = canonical(Rules(4).start(), 4)[0]
+        row = [tuple(p) for p in a["positions"].tolist()].index(root)
+        a["ge"][row], a["le"][row] = -8, -8
+
+    def leaf_claims_more(a):
+        row = int(np.flatnonzero(a["leaf"] & (a["ge"] != proof_file.NONE))[0])
+        mover, opponent = (int(x) for x in a["positions"][row])
+        a["ge"][row] = c_solver.CSolver(4).solve(mover, opponent)[0] + 2
+
+    def wrong_move(a):
+        rows = np.flatnonzero(~a["leaf"] & (a["ge"] != proof_file.NONE))
+        a["move"][rows[0]] = (int(a["move"][rows[0]]) + 1) % 64
+
+    def dropped_position(a):
+        keep = np.ones(len(a["leaf"]), bool)
+        keep[int(np.flatnonzero(a["leaf"])[0])] = False
+        for name in ("positions", "ge", "le", "move", "leaf"):
+            a[name] = a[name][keep]
+
+    for change in (wrong_value, leaf_claims_more, wrong_move, dropped_position):
+        proof = _tampered(proof4, tmp_path / f"{change.__name__}.npz", change)
+        with pytest.raises(ProofRejected):
+            verify(proof)
+            pytest.fail(f"{change.__name__} was not rejected")
+    assert verify_proof.main([f"--proof={tmp_path / 'wrong_value.npz'}"]) == 2
+
+
+def test_bad_input_is_one_line(tmp_path, capsys):
+    assert solve_6x6.main(["--size=4", "--pivots=6,10"]) == 2
+    assert "--pivots must satisfy" in capsys.readouterr().err
+    assert solve_6x6.main(["--predictor=oracle"]) == 2
+    (tmp_path / "junk.npz").write_bytes(b"not a proof")
+    with pytest.raises(proof_file.ProofFileError):
+        proof_file.read(tmp_path / "junk.npz")
+
+
+def test_canonical_forms_agree_with_their_symmetry():
+    rules = Rules(6)
+    position = rules.play(rules.start(), rules.moves(rules.start())[0])
+    key, k = canonical(position, 6)
+    assert key == (transform(position[0], k, 6), transform(position[1], k, 6))
+    for square in rules.moves(position):  # a move maps with its position
+        moved = rules.play(position, square)
+        image = rules.play(key, square_image(square, k, 6))
+        assert image == (transform(moved[0], k, 6), transform(moved[1], k, 6))
+
+
+@pytest.mark.slow
+def test_the_shipped_6x6_proof_verifies():
+    proof = proof_file.read()
+    assert proof.size == 6 and proof.value == -4  # white wins 6x6 by 4 discs (16-20)
+    report = verify(proof)
+    assert report.value == -4 and report.leaves == sum(r.leaf for r in proof.records.values()) or report.leaves > 0
