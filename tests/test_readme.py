@@ -67,6 +67,9 @@ COMMANDS: dict[str, str] = {
     # a GUI's GTP conversation with `engine --protocol=gtp` serving builtin:6x6
     "othello-jax engine --protocol=gtp --checkpoint=builtin:8x8-expert":
         "tests/test_entry_points.py::test_engine_serves_a_network_over_gtp",
+    # `serve --agent=greedy --host=0.0.0.0 --port=0` as a process: its address line, the page, Ctrl-C
+    "othello-jax serve":
+        "tests/test_serve_api.py::test_serve_prints_its_address_warns_on_an_open_host_and_stops_on_ctrl_c",
     # the installed command into the user cache, from a local server laid out as the FFO's site
     "othello-jax wthor download":
         "tests/test_wthor_download.py::test_the_command_fills_the_user_cache_where_the_readers_look",
