@@ -11,6 +11,7 @@ raises leaves one line in the game's ``error`` and the next one works.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import secrets
@@ -31,7 +32,7 @@ from othello_jax.evaluation.analysis import Analyzer, PositionAnalysis
 from othello_jax.game import NotationError, Othello, board_string, square_name
 from othello_jax.game.ggf import format_game
 from othello_jax.interface.session import GameSession, color_name
-from othello_jax.notices import compiling, shapes
+from othello_jax.notices import compiling, say_while, shapes
 from othello_jax.solver import empties_on_host, solve
 from othello_jax.solver.solved_moves import NO_VALUE, move_values
 
@@ -393,6 +394,8 @@ class WebGame:
                 engine.analyzer.last_move = None
             action = snapshot.agent_move(agent, key, say=self._say(generation))
             analysis = engine.analyzer.last_move if engine.analyzer is not None else None
+        if engine.analyzer is not None:
+            self.table.prepared(engine.analyzer, mark=True)  # compiled: a hint's search is the same program
         point = None
         if analysis is not None:
             point = _search_point(analysis, snapshot.to_move)
@@ -443,12 +446,12 @@ class WebGame:
                 raise WebRequestError(f"no network for hints on {game.size}x{game.size}")
             name, engine = found
             analyzer = engine.analyzer
-            prepared = self.table.prepared(analyzer)
-            if not prepared:
+            waiting = contextlib.nullcontext()
+            if not self.table.prepared(analyzer):  # the first search compiles: say so, and how long it takes
                 notice = compiling(f"the search for {game.size}x{game.size}", key=("hint", shapes(analyzer.variables),
                                                                                    str(analyzer.search_config)))
-                self._say(generation)(f"preparing the search: {notice}")
-            with self.table.engine_lock(engine):
+                waiting = say_while(notice.reworded(f"preparing the search: {notice}"), self._say(generation), None)
+            with self.table.engine_lock(engine), waiting:
                 analysis = analyzer.analyze(snapshot.state, key)
             self.table.prepared(analyzer, mark=True)
             total = max(1, analysis.simulations)
