@@ -163,29 +163,3 @@ def test_serve_prints_its_address_warns_on_an_open_host_and_stops_on_ctrl_c():
     err = process.stderr.read()
     assert "warning: listening on 0.0.0.0" in err and code in (0, 130), (code, err)
 
-
-def test_network_hints_say_what_the_search_thinks_and_the_wait_is_shown(tmp_path):
-    """A network (a tiny untrained one on 4x4, no exact endgame): the hint's first search shows
-    "preparing the search: ..." while it compiles, then visit shares and winning chances on the
-    squares, the network's value, and a point of the evaluation graph; the network's own move adds one."""
-    from tests.tiny_checkpoint import save_tiny_checkpoint
-
-    network = str(save_tiny_checkpoint(tmp_path / "tiny"))
-    with running_server([f"--agent={network}", "--sims=8", "--no-solve"]) as server:
-        status, view = server.call("/api/games", {"size": 4, "black": "you", "white": network})
-        assert status == 201, view
-        _, view = server.call(f"/api/games/{view['id']}/hint", {})
-        waits = set()
-        while view["busy"] is not None:
-            waits.add(view["busy"]["text"])
-            view = server.call(f"/api/games/{view['id']}")[1]
-        assert any(text.startswith("preparing the search: ") for text in waits), waits
-        hints = view["hints"]
-        assert set(hints["squares"]) == set(view["legal"]) and hints["exact"] is None, hints
-        squares = hints["squares"].values()
-        assert all(square["label"].endswith("%") and square["sub"].endswith("%") for square in squares), squares
-        assert -1 <= hints["value"] <= 1 and hints["value_text"].startswith("network: ")
-        assert hints["source"] == f"{network}, 8 simulations" and [p["ply"] for p in view["evals"]] == [0]
-        _, view = server.call(f"/api/games/{view['id']}/move", {"square": view["legal"][0]})
-        view = server.settled(view["id"])
-        assert len(view["moves"]) == 2 and [p["ply"] for p in view["evals"]] == [0, 1] and not view["error"]

@@ -1,12 +1,13 @@
 """`othello-jax serve` in a real browser: headless Chromium (Debian's ``chromium``) driven by
 Playwright, clicking the page as a person does: a whole 6x6 game against greedy to its result, an
-illegal click refused with a message, exact hints on the squares, undo and redo, a pasted
-transcript replayed, two tabs playing two games, and a bad request answered while the page plays on.
+illegal click refused with a message, exact hints on the squares, a network's hints while the
+page says it prepares the search, undo and redo, a pasted transcript replayed, two tabs playing
+two games, and a bad request answered while the page plays on.
 
-One server (greedy and alpha-beta depth 1: nothing compiles but the rules) and one browser for
-the module; each test opens its own browser context (a fresh tab with its own game).
-Skipped, with the reason, where Chromium or Playwright is missing (scripts/test.sh installs
-Chromium where it can).
+One server (greedy and alpha-beta depth 1, where nothing compiles but the rules, and a tiny
+untrained 6x6 network at 8 simulations, compiled once) and one browser for the module; each test
+opens its own browser context (a fresh tab with its own game). Skipped, with the reason, where
+Chromium or Playwright is missing (scripts/test.sh installs Chromium where it can).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 from othello_jax.game import Othello
 from othello_jax.interface.session import GameSession
 from othello_jax.solver import empties_on_host
+from tests.tiny_checkpoint import save_tiny_checkpoint
 from tests.web_helpers import running_server
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (the [dev] extra)")
@@ -28,8 +30,10 @@ WAIT_MS = 60_000  # a step of the page (a move and the engine's reply) on a load
 
 
 @pytest.fixture(scope="module")
-def server():
-    with running_server(["--agent=greedy", "--agent=alphabeta:1"]) as running:
+def server(tmp_path_factory):
+    network = save_tiny_checkpoint(tmp_path_factory.mktemp("network") / "tiny", board_size=6)
+    with running_server(["--agent=greedy", "--agent=alphabeta:1", f"--agent={network}", "--sims=8"]) as running:
+        running.network = str(network)
         yield running
 
 
@@ -134,6 +138,26 @@ def test_hints_show_exact_values_on_the_squares(context, server):
     assert len(labels) == legal and all(label[0] in "+-" and label[1:].isdigit() for label in labels), labels
     assert "exact: " in page.locator("#board button.best").first.get_attribute("title")
     assert page.locator("#hint-source").inner_text() == "hints from exact endgame solver"
+
+
+def test_a_networks_hints_after_the_page_says_it_prepares_the_search(context, server):
+    """The first search compiles: the page says so while it waits, then shows each legal square's
+    share of the visits and winning chance, the network's value as a bar, and a graph point; the
+    network's own move (it plays white) adds its search's point."""
+    page = open_page(context, server, white=server.network)
+    page.click("#hint")
+    page.wait_for_function("document.getElementById('busy-text').textContent.startsWith('preparing the search: ')")
+    page.wait_for_function("document.querySelectorAll('#board .hint-label').length === 4 && "
+                           "document.body.dataset.busy === 'false'")
+    labels = page.locator("#board .hint-label").all_text_contents()
+    chances = page.locator("#board .hint-sub").all_text_contents()
+    assert all(text.endswith("%") for text in labels + chances) and len(chances) == 4, (labels, chances)
+    assert page.locator("#value-text").inner_text().startswith("network: ") and page.locator("#value").is_visible()
+    assert page.locator("#hint-source").inner_text() == f"hints from {server.network}, 8 simulations"
+    assert page.locator("#graph circle.point").count() == 1
+    page.locator("#board button.best").first.click()
+    settle(page, 1)
+    assert page.locator("#graph circle.point").count() == 2 and page.locator("#error").inner_text() == ""
 
 
 def test_undo_takes_back_the_move_and_the_reply_and_redo_plays_them_again(context, server):

@@ -330,7 +330,7 @@ class WebGame:
         while not session.is_over and self.seats[session.to_move] == HUMAN and session.must_pass():
             mover = color_name(session.to_move)
             session.play(session.game.pass_action)
-            self.message = f"{mover} has no legal move and passes"
+            self._tell(f"{mover} has no legal move and passes")
         if session.is_over:
             self._final_point()
             return
@@ -344,6 +344,11 @@ class WebGame:
         black, white = session.score()
         value = float(np.sign(black - white))
         self.evals[len(session.actions)] = {"value": value, "text": session.result_text(), "exact": True}
+
+    def _tell(self, text: str) -> None:
+        """Say what just happened; a pass stays said until the move after it."""
+        self.message = f"{self.message}; {text}" if self.message.endswith("passes") or \
+            self.message.endswith("no legal move") else text
 
     def _start(self, job: Callable[[int], None], text: str) -> None:
         self.busy = Busy(text)
@@ -417,7 +422,7 @@ class WebGame:
             self.session.play(action)
             said = "passes: no legal move" if action == self.session.game.pass_action else \
                 f"plays {square_name(action, self.session.game.size)}"
-            self.message = f"{mover} ({name}) {said}"
+            self._tell(f"{mover} ({name}) {said}")
             self._continue()
 
     def _hint_job(self, generation: int) -> None:

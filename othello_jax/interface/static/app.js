@@ -128,6 +128,7 @@ function render(next) {
     return item;
   }));
   $("transcript").value = view.transcript;
+  $("position").value = view.position;
   $("undo").disabled = !view.can_undo;
   $("redo").disabled = !view.can_redo;
   $("hint").disabled = view.over || Boolean(view.busy);
@@ -221,6 +222,16 @@ async function newGame() {
   }
 }
 
+async function copy(field) {
+  field.select();
+  try {
+    await navigator.clipboard.writeText(field.value);
+    $("message").textContent = "copied";
+  } catch (error) {
+    document.execCommand("copy");  // a page served to another machine over plain http has no clipboard API
+  }
+}
+
 async function start() {
   const offer = await api("/api/engines");
   engines = offer.engines;
@@ -237,6 +248,9 @@ async function start() {
     event.preventDefault();
     act("load", { text: $("paste-text").value });
   });
+  for (const button of document.querySelectorAll("button.copy")) {
+    button.addEventListener("click", () => copy($(button.dataset.copy)));
+  }
   const saved = sessionStorage.getItem("othello-jax-game");
   if (saved) {
     try {
