@@ -117,25 +117,43 @@ def search(params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: m
     ``compact`` runs the deep walk and backup levels on the trees still working only
     (:mod:`othello_jax.search.compaction`; with ``"scatter"`` updates; same trees).
     """
-    compact = compact and updates == "scatter"
-    batch = root.value.shape[0]
-    rows = jnp.arange(batch)
-    max_depth = num_simulations if max_depth is None else max_depth
     if invalid_actions is None:
         invalid_actions = jnp.zeros_like(root.prior_logits)
     tree = init_tree(root, num_simulations, invalid_actions, extra_data, updates)
+    _, tree = continue_search(params, key, tree, recurrent_fn, root_select, interior_select, 0, num_simulations,
+                              max_depth, updates, compact)
+    return tree
 
-    def one_simulation(sim, carry):
+
+def continue_search(params: Any, key: jax.Array, tree: mctx.Tree, recurrent_fn: mctx.RecurrentFn,
+                    root_select: mctx.RootActionSelectionFn, interior_select: mctx.InteriorActionSelectionFn,
+                    first: jax.Array | int, count: int, max_depth: int | None = None, updates: str = "scatter",
+                    compact: bool = True) -> tuple[jax.Array, mctx.Tree]:
+    """Simulations ``first .. first + count - 1`` on ``tree`` (made by ``init_tree`` with room for
+    at least ``first + count`` simulations): ``(the key to continue with, the tree)``.
+
+    :func:`search` is one call from ``first = 0``; calls in a row with the returned key build the
+    same tree as one call of their total (so a search can run in chunks of ``count`` simulations,
+    one compiled program for all of them: ``first`` may be traced). ``max_depth`` defaults to the
+    tree's room.
+    """
+    compact = compact and updates == "scatter"
+    batch = tree.node_visits.shape[0]
+    rows = jnp.arange(batch)
+    max_depth = tree.node_visits.shape[1] - 1 if max_depth is None else max_depth
+    first = jnp.asarray(first, jnp.int32)
+
+    def one_simulation(step, carry):
         key, tree = carry
+        sim = first + step
         key, walk_key, expand_key = keys.split(key, 3)
         parent, action = simulate(keys.per_row(walk_key, batch), tree, root_select, interior_select, max_depth,
                                   compact=compact)
         child = tree.children_index[rows, parent, action]
         child = jnp.where(child == mctx.Tree.UNVISITED, sim + 1, child)
         embedding = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)
-        step, embedding = recurrent_fn(params, expand_key, action, embedding)
-        tree = expand(tree, parent, action, child, step, embedding, updates)
+        step_out, embedding = recurrent_fn(params, expand_key, action, embedding)
+        tree = expand(tree, parent, action, child, step_out, embedding, updates)
         return key, backup(tree, child, updates, compact)
 
-    _, tree = jax.lax.fori_loop(0, num_simulations, one_simulation, (key, tree))
-    return tree
+    return jax.lax.fori_loop(0, count, one_simulation, (key, tree))

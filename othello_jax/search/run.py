@@ -14,7 +14,7 @@ from othello_jax.search import keys
 from othello_jax.search.network import ApplyFn, evaluate, make_recurrent_fn, masked
 from othello_jax.search.search_settings import SearchSettings
 from othello_jax.search.traps import avoid_traps
-from othello_jax.search.variants import VARIANTS
+from othello_jax.search.variants import VARIANTS, VariantOutput
 
 
 class SearchResult(NamedTuple):
@@ -42,26 +42,46 @@ class SearchResult(NamedTuple):
     tree: mctx.Tree
 
 
-def run_search(config: SearchSettings | ml_collections.ConfigDict, apply_fn: ApplyFn, variables: dict,
-               states: State, key: jax.Array, game: Othello, value_margin: float = 0.0) -> SearchResult:
-    """Search every root in the batch ``states`` (leading axis B) with the configured variant.
+class SearchRoot(NamedTuple):
+    """The roots of a search, evaluated: what a variant starts from and :func:`search_result` reads.
 
-    ``config``: the search settings (a search config is validated into them first).
-    ``value_margin``: the network's (``NetworkConfig.value_margin``): what its value head was
-    trained to predict, so finished games are valued on the same scale (``Othello.result_value``).
+    output: mctx's root (masked logits, value, the states as embeddings); invalid: bool[B, A]
+    the actions the root never searches (illegal, or beaten by a move that wins on the spot).
     """
-    settings = config if isinstance(config, SearchSettings) else SearchSettings.from_config(config)
+
+    output: mctx.RootFnOutput
+    logits: jax.Array
+    value: jax.Array
+    legal: jax.Array
+    invalid: jax.Array
+
+
+def settings_of(config: SearchSettings | ml_collections.ConfigDict) -> SearchSettings:
+    """The search settings of ``config`` (a search config is validated into them)."""
+    return config if isinstance(config, SearchSettings) else SearchSettings.from_config(config)
+
+
+def search_root(settings: SearchSettings, apply_fn: ApplyFn, variables: dict, states: State, key: jax.Array,
+                game: Othello, value_margin: float = 0.0) -> tuple[SearchRoot, mctx.RecurrentFn, jax.Array]:
+    """Evaluate the roots: ``(root, the recurrent function, the variant's key)`` (see :func:`run_search`)."""
     eval_key, search_key = keys.split(key)
     symmetry = settings.symmetry
     logits, value = evaluate(apply_fn, variables, states, game, eval_key if symmetry else None,
                              settings.exact_endings, value_margin)
     legal = game.legal_moves(states)
-    root = mctx.RootFnOutput(prior_logits=logits, value=jnp.where(states.terminal, 0.0, value),
-                             embedding=states)
+    output = mctx.RootFnOutput(prior_logits=logits, value=jnp.where(states.terminal, 0.0, value), embedding=states)
     recurrent_fn = make_recurrent_fn(apply_fn, game, symmetry, settings.exact_endings, value_margin)
     # a move that wins on the spot masks the others (exact_endings): the root searches only it
-    out = VARIANTS[settings.variant](settings, variables, search_key, root, recurrent_fn, ~legal | masked(logits))
+    root = SearchRoot(output, logits, value, legal, ~legal | masked(logits))
+    return root, recurrent_fn, search_key
+
+
+def search_result(settings: SearchSettings, game: Othello, states: State, root: SearchRoot,
+                  out: VariantOutput) -> SearchResult:
+    """A variant's output as a :class:`SearchResult`: root values, the policy target over legal
+    moves and the move, steered away from proven losses and traps where the settings ask."""
     tree = out.tree
+    legal = root.legal
     summary = tree.summary()
     visits = tree.children_visits[:, 0]
     q = jnp.where(visits > 0, summary.qvalues, summary.value[:, None])
@@ -78,11 +98,25 @@ def run_search(config: SearchSettings | ml_collections.ConfigDict, apply_fn: App
         root_value=summary.value,
         q=q,
         visit_counts=visits,
-        prior_logits=logits,
-        network_value=value,
+        prior_logits=root.logits,
+        network_value=root.value,
         legal=legal,
         tree=tree,
     )
+
+
+def run_search(config: SearchSettings | ml_collections.ConfigDict, apply_fn: ApplyFn, variables: dict,
+               states: State, key: jax.Array, game: Othello, value_margin: float = 0.0) -> SearchResult:
+    """Search every root in the batch ``states`` (leading axis B) with the configured variant.
+
+    ``config``: the search settings (a search config is validated into them first).
+    ``value_margin``: the network's (``NetworkConfig.value_margin``): what its value head was
+    trained to predict, so finished games are valued on the same scale (``Othello.result_value``).
+    """
+    settings = settings_of(config)
+    root, recurrent_fn, search_key = search_root(settings, apply_fn, variables, states, key, game, value_margin)
+    out = VARIANTS[settings.variant](settings, variables, search_key, root.output, recurrent_fn, root.invalid)
+    return search_result(settings, game, states, root, out)
 
 
 PROVEN_LOSS = -1.0 + 1e-6  # a root move valued at or below this has lost: nothing is worth less

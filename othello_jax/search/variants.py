@@ -30,7 +30,8 @@ class VariantOutput(NamedTuple):
     tree: mctx.Tree
 
 
-def _qtransform(settings: Any):
+def gumbel_qtransform(settings: Any) -> Callable:
+    """Gumbel's completed-Q transform with the settings' value scale and mixing."""
     return functools.partial(
         mctx.qtransform_completed_by_mix_value,
         value_scale=settings.value_scale,
@@ -61,7 +62,7 @@ def _gumbel(settings, variables, key, root, recurrent_fn, invalid) -> VariantOut
     out = _search(
         settings, policies.gumbel_muzero_policy, mctx.gumbel_muzero_policy,
         variables, key, root, recurrent_fn, invalid,
-        qtransform=_qtransform(settings),
+        qtransform=gumbel_qtransform(settings),
         max_num_considered_actions=settings.max_num_considered_actions,
         gumbel_scale=settings.gumbel_scale,
     )
@@ -77,14 +78,28 @@ def dirichlet_noise(key: jax.Array, legal: jax.Array, alpha_scale: float) -> jax
     return gamma / jnp.maximum(jnp.sum(gamma, axis=-1, keepdims=True), jnp.finfo(jnp.float32).tiny)
 
 
-def _puct(settings, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
-    """AlphaZero PUCT with root Dirichlet noise; target = root visit distribution."""
+def puct_root(settings: Any, key: jax.Array, root: mctx.RootFnOutput,
+              invalid: jax.Array) -> tuple[mctx.RootFnOutput, jax.Array]:
+    """PUCT's root: Dirichlet noise mixed into the prior (``settings.dirichlet_fraction``), then
+    masked; ``(root, the search's key)``."""
     noise_key, search_key = keys.split(key)
     legal = ~invalid
     fraction = settings.dirichlet_fraction
     noise = dirichlet_noise(noise_key, legal, settings.dirichlet_alpha_scale)
     probs = (1.0 - fraction) * jax.nn.softmax(root.prior_logits) + fraction * noise
-    root = root.replace(prior_logits=mask_logits(jnp.log(jnp.maximum(probs, 1e-30)), legal))
+    return root.replace(prior_logits=mask_logits(jnp.log(jnp.maximum(probs, 1e-30)), legal)), search_key
+
+
+def puct_action(tree: mctx.Tree, root: mctx.RootFnOutput, invalid: jax.Array) -> jax.Array:
+    """PUCT's move: the most visited legal move, ties broken by the (noisy) prior."""
+    visits = tree.children_visits[:, 0]
+    score = jnp.where(~invalid, visits.astype(jnp.float32) + 1e-3 * jax.nn.softmax(root.prior_logits), -1.0)
+    return jnp.argmax(score, axis=-1).astype(jnp.int32)
+
+
+def _puct(settings, variables, key, root, recurrent_fn, invalid) -> VariantOutput:
+    """AlphaZero PUCT with root Dirichlet noise; target = root visit distribution."""
+    root, search_key = puct_root(settings, key, root, invalid)
     out = _search(
         settings, policies.muzero_policy,
         functools.partial(mctx.muzero_policy, dirichlet_fraction=0.0),  # noise added above
@@ -93,10 +108,7 @@ def _puct(settings, variables, key, root, recurrent_fn, invalid) -> VariantOutpu
         pb_c_init=settings.pb_c_init,
         pb_c_base=settings.pb_c_base,
     )
-    visits = out.search_tree.children_visits[:, 0]
-    # most visited legal move; ties broken by the prior
-    score = jnp.where(legal, visits.astype(jnp.float32) + 1e-3 * jax.nn.softmax(root.prior_logits), -1.0)
-    return VariantOutput(jnp.argmax(score, axis=-1).astype(jnp.int32), out.action_weights, out.search_tree)
+    return VariantOutput(puct_action(out.search_tree, root, invalid), out.action_weights, out.search_tree)
 
 
 VariantFn = Callable[..., VariantOutput]

@@ -1,0 +1,184 @@
+"""A network's search on the clock: the best move it finds in a given number of seconds.
+
+:class:`TimedSearch` is the one place moves are chosen against time, for `play --seconds`, the
+GTP and NBoard engines with a game clock, and the web page::
+
+    timed = TimedSearch(game, apply_fn, variables, playing_search_config("gumbel", 256), solve_empties=18)
+    timed.prepare()                           # compile once (optional: the first move does it)
+    move = timed.move(state, key, seconds=3)  # a legal action, in about 3 s
+    move.action, move.seconds, move.simulations, move.source   # "only move" | "solver" | "search"
+    summarize(move.result, 0, game)           # othello_jax.evaluation.analysis: what it thought
+
+A move with a single legal choice (a pass included) is answered at once. Positions within the
+endgame solver's reach are solved (the solver's time is the move's time; with little time the
+solver is given fewer empties, :func:`solve_depth`). Otherwise the search runs in chunks of
+simulations (:class:`~othello_jax.search.chunked.ChunkedSearch`, compiled once) until the time is
+spent: a chunk starts only while the time left covers it, so a move overruns by at most one chunk.
+Gumbel's sequential halving is planned for the simulations that fit, from the speed of the move's
+first chunk (and of the moves before); time left over goes on visiting the best two moves.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from othello_jax.agents.base import Agent
+from othello_jax.game import Othello, State, batch_of_one
+from othello_jax.search import SearchResult
+from othello_jax.search.chunked import FIRST_PLAN, ChunkedSearch
+from othello_jax.solver import empties_on_host, solve
+
+SOLVE_SECONDS = 1.0  # the players' default solve depths take at most about this long (agent_options)
+CHUNK = 32  # simulations a chunk: 15-60 ms of the shipped 8x8 networks on one CPU core
+CAPACITY = 8192  # simulations a move at most (the tree's room): 10 s of builtin:8x8-expert on a 2-core CPU
+
+
+class TimedMove(NamedTuple):
+    """A move chosen on the clock.
+
+    action: the legal action (pass included); seconds: wall seconds the choice took (the
+    solver's included); simulations: the search's (0 when none ran); source: ``"only move"``,
+    ``"solver"`` or ``"search"``; result: the search behind the move (a batch of one; None
+    without a search), e.g. for ``othello_jax.evaluation.analysis.summarize(result, 0, game)``.
+    """
+
+    action: int
+    seconds: float
+    simulations: int
+    source: str
+    result: SearchResult | None = None
+
+
+def legal_actions_on_host(state: State, game: Othello) -> list[int]:
+    """The legal actions of one position in numpy (``[pass]`` when forced, ``[]`` at the end): no
+    jax program to compile before a move."""
+    if bool(np.asarray(state.terminal)):
+        return []
+    bits = int(np.asarray(state.legal.lo)) | (int(np.asarray(state.legal.hi)) << 32)
+    squares = [square for square in range(64) if bits >> square & 1]
+    return [(square // 8) * game.size + square % 8 for square in squares] or [game.pass_action]
+
+
+def solve_depth(seconds: float, depth: int) -> int:
+    """The empties to solve with ``seconds`` for the move: ``depth`` (about :data:`SOLVE_SECONDS` at
+    most) when that much time is there, one fewer for each halving of the time below it (a
+    solve costs 2-3x more per empty square)."""
+    if depth <= 0 or seconds >= SOLVE_SECONDS:
+        return max(depth, 0)
+    return max(0, depth - math.ceil(math.log2(SOLVE_SECONDS / max(seconds, 1e-3))))
+
+
+class TimedSearch:
+    """A network (``apply_fn``, ``variables``) searching with ``config``'s settings (gumbel or
+    puct; its simulation count is ignored) for as long as each move is given.
+
+    ``solve_empties``: positions with at most this many empty squares are solved exactly
+    (``solver``: ``"c"`` or ``"auto"``; 0: never); ``chunk``, ``capacity``: simulations per
+    compiled chunk and at most per move; ``clock``: seconds (a fake one in tests).
+    """
+
+    def __init__(self, game: Othello, apply_fn: Callable, variables: Any, config: ml_collections.ConfigDict,
+                 value_margin: float = 0.0, solve_empties: int = 0, solver: str = "c", chunk: int = CHUNK,
+                 capacity: int = CAPACITY, clock: Callable[[], float] = time.perf_counter):
+        self.game, self.variables, self.value_margin = game, variables, value_margin
+        self.solve_empties, self.solver, self.clock = int(solve_empties), solver, clock
+        self.search = ChunkedSearch(config, apply_fn, game, value_margin, chunk, capacity)
+        self.chunk_seconds: float | None = None  # a chunk's seconds, averaged over the moves so far
+        self.finish_seconds = 0.0  # reading the answer from the tree (the last move's)
+        self.last_move: TimedMove | None = None
+        self._lock = threading.RLock()  # one search at a time (a web server's threads share one)
+        self._prepared = False
+
+    def prepare(self) -> None:
+        """Compile the search's programs (a one-chunk search of the start position), once. The
+        first move does it if nobody did; its time then starts after (a web server can call this
+        in the background at start)."""
+        with self._lock:
+            if self._prepared:
+                return
+            search = self.search
+            carry = search.start(self.variables, batch_of_one(self.game.init()), jax.random.PRNGKey(0))
+            carry = search.advance(self.variables, carry, jnp.asarray(search.schedule(0)))
+            jax.block_until_ready(search.finish(carry))
+            self._prepared = True
+
+    def move(self, state: State, key: jax.Array, seconds: float) -> TimedMove:
+        """The move for one (unbatched) position in about ``seconds`` (at most one chunk more)."""
+        with self._lock:
+            begin = self.clock()
+            legal = legal_actions_on_host(state, self.game)
+            if len(legal) <= 1:
+                move = TimedMove(legal[0] if legal else self.game.pass_action, self.clock() - begin, 0, "only move")
+            elif self.solve_empties and int(empties_on_host(state, self.game)) <= solve_depth(seconds,
+                                                                                              self.solve_empties):
+                action = solve(state, self.game, self.solver).action
+                move = TimedMove(int(action), self.clock() - begin, 0, "solver")
+            else:
+                self.prepare()
+                start = self.clock()  # the time starts once the search is compiled
+                result, simulations = self._searched(batch_of_one(state), key, start + seconds)
+                move = TimedMove(int(np.asarray(result.action)[0]), self.clock() - begin, simulations, "search",
+                                 result)
+            self.last_move = move
+            return move
+
+    def _searched(self, states: State, key: jax.Array, deadline: float) -> tuple[SearchResult, int]:
+        """Chunks until ``deadline`` (one at least): the result and the simulations run."""
+        search, variables = self.search, self.variables
+        carry = search.start(variables, states, key)
+        first_plan = FIRST_PLAN * search.chunk
+        schedule = jnp.asarray(search.schedule(first_plan))
+        done, elapsed = 0, []
+        while True:
+            began = self.clock()
+            carry = search.advance(variables, carry, schedule)
+            jax.block_until_ready(carry.done)
+            elapsed.append(self.clock() - began)
+            done += search.chunk
+            if done == search.chunk:  # plan the total from this move's first chunk (and the moves before)
+                per_chunk = self._chunk_estimate(elapsed[0])
+                fits = done + int(max(0.0, deadline - self.clock() - self.finish_seconds) / per_chunk) * search.chunk
+                if fits > first_plan:  # else the first plan's: its first chunk is the same
+                    schedule = jnp.asarray(search.schedule(fits))
+            per_chunk = self._chunk_estimate(float(np.median(elapsed)), remember=False)
+            if done >= search.capacity or self.clock() + per_chunk + self.finish_seconds > deadline:
+                break
+        self._chunk_estimate(float(np.median(elapsed)))
+        began = self.clock()
+        result = jax.block_until_ready(search.finish(carry))
+        self.finish_seconds = self.clock() - began
+        return result, done
+
+    def _chunk_estimate(self, seconds: float, remember: bool = True) -> float:
+        """A chunk's seconds: ``seconds`` measured now, blended with the moves before (the larger
+        of the two, so a loaded machine is believed at once); ``remember`` keeps the blend."""
+        known = self.chunk_seconds
+        blended = seconds if known is None else max(seconds, 0.5 * (known + seconds))
+        if remember:
+            self.chunk_seconds = blended if known is None else 0.7 * known + 0.3 * seconds
+        return max(blended, 1e-6)
+
+    def agent(self, seconds: float | Callable[[], float], name: str = "network, timed") -> Agent:
+        """This search as a host :class:`~othello_jax.agents.Agent` (positions of a batch one by
+        one); ``seconds``: a move's budget, or a function read before each move (a game clock)."""
+        budget = seconds if callable(seconds) else (lambda: float(seconds))
+
+        def act(states: State, key: jax.Array) -> np.ndarray:
+            count = int(np.asarray(states.terminal).shape[0])
+            actions = np.zeros(count, np.int32)
+            for row, row_key in zip(range(count), jax.random.split(key, count), strict=True):
+                state = jax.tree.map(lambda x: np.asarray(x)[row], states)
+                if not bool(state.terminal):
+                    actions[row] = self.move(state, row_key, budget()).action
+            return actions
+
+        return Agent(name=name, act=act, jittable=False)
