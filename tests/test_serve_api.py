@@ -59,9 +59,9 @@ def test_undo_redo_and_a_pasted_transcript_or_board(server):
     assert view["transcript"] == "c2b2" and view["can_redo"]  # back to the person's last choice
     _, view = server.call(f"/api/games/{view['id']}/redo", {})
     assert len(view["moves"]) == 4 and not view["can_redo"]
-    board = "------" "------" "--OX--" "--XXX-" "------" "------ O"
+    board = "------" "------" "--OX--" "--XXX-" "------" "------ X"  # black (the person) to move
     _, view = server.call(f"/api/games/{view['id']}/load", {"text": board})
-    assert view["position"] == board and view["moves"] == [] and view["to_move"] == "white"
+    assert view["position"] == board and view["moves"] == [] and view["to_move"] == "black"
     _, view = server.call(f"/api/games/{view['id']}/load", {"text": "f5d6c3"})  # an 8x8 transcript
     assert view["size"] == 8 and view["transcript"].startswith("f5d6c3")
 
