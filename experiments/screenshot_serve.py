@@ -8,7 +8,7 @@ search's shares and winning chances on the squares, the network's value, the eva
 and the move list.
 
     python -m experiments.screenshot_serve                       # docs/figures/serve.png
-    python -m experiments.screenshot_serve --moves=8 --sims=64 --out=/tmp/serve.png
+    python -m experiments.screenshot_serve --moves=8 --seconds=0.5 --out=/tmp/serve.png
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--agent", default="builtin:8x8-expert", help="the engine (white); a network, for hints")
     parser.add_argument("--moves", type=int, default=12, help="black's moves before the picture")
-    parser.add_argument("--sims", type=int, default=256, help="the search's simulations a move")
+    parser.add_argument("--seconds", type=float, default=1.0, help="the search's seconds a move (hints too)")
     parser.add_argument("--out", default="docs/figures/serve.png")
     parser.add_argument("--chromium", default=shutil.which("chromium"), help="the browser (default: chromium on PATH)")
     args = parser.parse_args(argv)
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from playwright.sync_api import sync_playwright
 
-    options = serve.build_parser().parse_args([f"--agent={args.agent}", f"--sims={args.sims}"])
+    options = serve.build_parser().parse_args([f"--agent={args.agent}", f"--seconds={args.seconds}"])
     table, _ = serve.build_table(options)
     size = table.lineup.sizes[args.agent][0]
     with serve.in_background(table) as url, sync_playwright() as playwright:

@@ -8,6 +8,7 @@ One server (greedy and alpha-beta depth 1: nothing to compile but the rules) for
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import socket
@@ -105,9 +106,11 @@ def test_bad_requests_get_a_4xx_with_one_line_and_the_server_serves_on(server, m
 def test_a_crashed_search_is_one_line_in_the_game_and_the_next_game_works(server, monkeypatch):
     lineup = server.table.lineup
 
+    def broken(game):
+        raise RuntimeError("the search broke\nmore")
+
     def crashing(sims):
-        engine = lineup.engines["greedy"](sims)
-        return engine._replace(make_agent=lambda game: (_ for _ in ()).throw(RuntimeError("the search broke\nmore")))
+        return dataclasses.replace(lineup.engines["greedy"](sims), make_agent=broken)
 
     monkeypatch.setitem(lineup.engines, "crash", crashing)
     monkeypatch.setitem(lineup.sizes, "crash", (6, 8))

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from othello_jax.commands import agent_options
 from othello_jax.commands.command import failure, make_parser
@@ -32,6 +33,7 @@ from othello_jax.commands.engine import exact_empties
 from othello_jax.errors import InputError
 
 if TYPE_CHECKING:
+    from othello_jax.agents.timed import TimedSearch
     from othello_jax.interface.web_games import GameTable
 
 DEFAULT_AGENTS = ("builtin:8x8-expert", "builtin:6x6", "alphabeta:3", "greedy", "random")
@@ -46,9 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port)")
     parser.add_argument("--agent", action="append", default=None, metavar="SPEC",
                         help=f"an engine the page offers (repeat for more; default: {', '.join(DEFAULT_AGENTS)})")
+    parser.add_argument("--seconds", type=float, default=3.0,
+                        help="seconds a move the networks search, unless the page says (default 3)")
     parser.add_argument("--sims", type=int, default=agent_options.PLAYING_SIMULATIONS,
-                        help=f"networks' search simulations per move unless the page says "
-                             f"(default {agent_options.PLAYING_SIMULATIONS})")
+                        help=f"simulations a move suggested by the page, whose networks search by the clock unless "
+                             f"it is given a number (default {agent_options.PLAYING_SIMULATIONS})")
     parser.add_argument("--search", default="gumbel", help="search variant: gumbel or puct (default gumbel)")
     parser.add_argument("--solve", type=int, default=None, metavar="E",
                         help="engines play positions with at most E empties perfectly (default: the board's, "
@@ -71,20 +75,46 @@ def _is_spec(text: str) -> bool:
     return True
 
 
-def lineup_entry(text: str, args: argparse.Namespace) -> tuple[Callable[[int], agent_options.Player],
-                                                               tuple[int, ...], bool]:
+@dataclasses.dataclass(frozen=True)
+class WebEngine:
+    """An engine of the page (``othello_jax.interface.web_games.Engine``): a player of the command
+    line's options, and for a network its search on the clock."""
+
+    name: str
+    sizes: tuple[int, ...]
+    make_agent: Callable
+    analyzer: Any
+    timed: Any = None
+
+
+def timed_search(text: str, args: argparse.Namespace) -> TimedSearch:
+    """The network ``text``'s search on the clock, solving the endgame as the players do."""
+    from othello_jax.agents import playing_search_config
+    from othello_jax.agents.neural import load_network, network_apply_fn
+    from othello_jax.agents.timed import TimedSearch
+
+    game, network, variables = load_network(text)
+    return TimedSearch(game, network_apply_fn(game, network), variables, playing_search_config(args.search, args.sims),
+                       network.value_margin, solve_empties=exact_empties(args.solve).get(game.size, 0))
+
+
+def lineup_entry(text: str, args: argparse.Namespace) -> tuple[Callable[[int], WebEngine], tuple[int, ...], bool]:
     """(build(sims) -> the engine, its board sizes, whether it is a network) for one --agent;
     a network is loaded now (a bad one fails at the start, not in the page)."""
     if _is_spec(text):
         player = agent_options.with_endgame_solve(agent_options.spec_player(text, 8), args.solve, text)
-        return (lambda sims: player), (6, 8), False
+        engine = WebEngine(text, (6, 8), player.make_agent, None)
+        return (lambda sims: engine), engine.sizes, False
     first = agent_options.with_endgame_solve(agent_options.checkpoint_player(text, args.sims, args.search), args.solve)
+    try:
+        timed = timed_search(text, args)
+    except InputError as error:
+        raise agent_options.AgentOptionError(str(error)) from None
 
-    def build(sims: int) -> agent_options.Player:
-        if sims == args.sims:
-            return first
-        player = agent_options.checkpoint_player(text, sims, args.search)
-        return agent_options.with_endgame_solve(player, args.solve)._replace(name=text)
+    def build(sims: int) -> WebEngine:
+        player = first if sims == args.sims else agent_options.with_endgame_solve(
+            agent_options.checkpoint_player(text, sims, args.search), args.solve)
+        return WebEngine(text, player.sizes, player.make_agent, player.analyzer, timed)
 
     return build, first.sizes, True
 
@@ -116,6 +146,8 @@ def build_table(args: argparse.Namespace) -> tuple[GameTable, list[str]]:
 
     if args.sims < 1:
         raise agent_options.AgentOptionError(f"--sims must be at least 1, got {args.sims}")
+    if not 0 < args.seconds <= 600:
+        raise agent_options.AgentOptionError(f"--seconds must be above 0 and at most 600, got {args.seconds:g}")
     if args.solve is not None and args.solve < 0:
         raise agent_options.AgentOptionError(f"--solve must be >= 0 empty squares, got {args.solve}")
     names = list(dict.fromkeys(args.agent or DEFAULT_AGENTS))
@@ -124,7 +156,7 @@ def build_table(args: argparse.Namespace) -> tuple[GameTable, list[str]]:
         engines[name], sizes[name], network = lineup_entry(name, args)
         if network:
             networks.add(name)
-    lineup = Lineup(engines, sizes, frozenset(networks), args.sims, exact_empties(args.solve))
+    lineup = Lineup(engines, sizes, frozenset(networks), args.sims, args.seconds, exact_empties(args.solve))
     return GameTable(lineup), names
 
 
@@ -170,6 +202,7 @@ def main(argv: list[str]) -> int:
     except agent_options.AgentOptionError as error:
         return fail(error)
     sock = listen(args.host, args.port)
+    table.lineup.prepare(table)  # the networks' searches compile while the page is drawn
     if args.host not in LOCAL_HOSTS:
         print(f"othello-jax serve: warning: listening on {args.host}: anyone who can reach this machine can open "
               "the page and use its CPU; there is no password", file=sys.stderr)

@@ -112,8 +112,9 @@ def create_app(table: GameTable) -> Starlette:
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
     async def engines(request: Request) -> Response:
-        return JSONResponse({"engines": table.lineup.describe(), "sims": table.lineup.sims,
-                             "exact_empties": {str(k): v for k, v in table.lineup.exact_empties.items()}})
+        lineup = table.lineup
+        return JSONResponse({"engines": lineup.describe(), "sims": lineup.sims, "seconds": lineup.seconds,
+                             "exact_empties": {str(k): v for k, v in lineup.exact_empties.items()}})
 
     async def create(request: Request) -> Response:
         options = _new_options(await _body(request))

@@ -28,7 +28,7 @@ import jax
 import numpy as np
 
 from othello_jax.errors import InputError, first_line
-from othello_jax.evaluation.analysis import Analyzer, PositionAnalysis
+from othello_jax.evaluation.analysis import Analyzer, PositionAnalysis, summarize
 from othello_jax.game import NotationError, Othello, board_string, square_name
 from othello_jax.game.ggf import format_game
 from othello_jax.interface.session import GameSession, color_name
@@ -55,13 +55,15 @@ class UnknownGame(WebRequestError):
 
 
 class Engine(Protocol):
-    """An engine the page can play (``othello_jax.commands.agent_options.Player``): its name,
-    the board sizes it plays, its agent per board, and its network's search (None for others)."""
+    """An engine the page can play: its name, the board sizes it plays, its agent per board (at
+    a fixed number of simulations), its network's search at that number (None for others) and
+    its network's search on the clock (``othello_jax.agents.timed.TimedSearch``; None for others)."""
 
     name: str
     sizes: tuple[int, ...]
     make_agent: Callable[[Othello], Any]
     analyzer: Analyzer | None
+    timed: Any
 
 
 @dataclasses.dataclass
@@ -72,13 +74,15 @@ class Lineup:
     engines ignore it); built once per (name, sims), so each simulation budget compiles once.
     ``sizes[name]``: the board sizes it plays. ``sims``: the networks' default simulations.
     ``exact_empties``: per board size, the empties at or below which positions are solved
-    exactly (hints, the graph); empty without the C solver.
+    exactly (hints, the graph); empty without the C solver. ``seconds``: a move's default time.
+    A game without simulations of its own searches by the clock (the engine's ``timed``).
     """
 
     engines: Mapping[str, Callable[[int], Engine]]
     sizes: Mapping[str, tuple[int, ...]]
     networks: frozenset[str] = frozenset()
     sims: int = 256
+    seconds: float = 3.0
     exact_empties: Mapping[int, int] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -107,6 +111,13 @@ class Lineup:
         return [{"name": name, "sizes": list(self.sizes[name]), "network": name in self.networks}
                 for name in self.engines]
 
+    def prepare(self, table: GameTable) -> None:
+        """Compile the networks' clocked searches on the table's workers now, while the page is drawn."""
+        for name in self.networks:
+            timed = self.engine(name).timed
+            if timed is not None:
+                table.pool.submit(_prepared_in_background, table, timed)
+
 
 @dataclasses.dataclass
 class Busy:
@@ -132,8 +143,8 @@ class WebGame:
         self.evals: dict[int, dict] = {}  # ply -> {value (black's view, -1..1), text, exact}
         self.redo: list[list[int]] = []
         self.seats: tuple[str, str] = (HUMAN, HUMAN)
-        self.sims = table.lineup.sims
-        self.seconds = 1.0
+        self.sims: int | None = None  # None: the engines search by the clock, ``seconds`` a move
+        self.seconds = table.lineup.seconds
         self.session = GameSession(Othello(8))
         self._key = jax.random.PRNGKey(secrets.randbits(31))
 
@@ -155,7 +166,7 @@ class WebGame:
             raise WebRequestError(f"seconds a move must be above 0 and at most 600, got {seconds}")
         with self.lock:
             self._changed()
-            self.seats, self.sims = seats, int(sims or self.table.lineup.sims)
+            self.seats, self.sims = seats, int(sims) if sims else None
             self.seconds = float(seconds or self.seconds)
             self.session = GameSession(Othello(size))
             self.evals, self.redo, self.message, self.error = {}, [], "", ""
@@ -391,16 +402,20 @@ class WebGame:
                 return
             snapshot = self.session.copy()
             name, sims, key = self.seats[snapshot.to_move], self.sims, self._next_key()
+            self.busy.text = f"{name} is thinking" + (f" ({self.seconds:g} s a move)" if sims is None else "")
         started = time.monotonic()
         engine = self.table.lineup.engine(name, sims)
-        agent = engine.make_agent(snapshot.game)
-        with self.table.engine_lock(engine):
+        if engine.timed is not None and sims is None:
+            action, analysis = self._timed_move(engine, snapshot, key, generation)
+        else:
+            agent = engine.make_agent(snapshot.game)
+            with self.table.engine_lock(engine):
+                if engine.analyzer is not None:
+                    engine.analyzer.last_move = None
+                action = snapshot.agent_move(agent, key, say=self._say(generation))
+                analysis = engine.analyzer.last_move if engine.analyzer is not None else None
             if engine.analyzer is not None:
-                engine.analyzer.last_move = None
-            action = snapshot.agent_move(agent, key, say=self._say(generation))
-            analysis = engine.analyzer.last_move if engine.analyzer is not None else None
-        if engine.analyzer is not None:
-            self.table.prepared(engine.analyzer, mark=True)  # compiled: a hint's search is the same program
+                self.table.prepared(engine.analyzer, mark=True)  # compiled: a hint's search is the same program
         point = None
         if analysis is not None:
             point = _search_point(analysis, snapshot.to_move)
@@ -424,6 +439,22 @@ class WebGame:
                 f"plays {square_name(action, self.session.game.size)}"
             self._tell(f"{mover} ({name}) {said}")
             self._continue()
+
+    def _timed_move(self, engine: Engine, snapshot: GameSession, key: jax.Array,
+                    generation: int) -> tuple[int, PositionAnalysis | None]:
+        """An engine's move by the clock: (the action, the search behind it, if one ran)."""
+        timed, game = engine.timed, snapshot.game
+        waiting = contextlib.nullcontext()
+        if not self.table.prepared(timed):  # the first search compiles: say so, and how long it takes
+            notice = compiling(f"the search for {game.size}x{game.size}", key=("timed", engine.name))
+            waiting = say_while(notice.reworded(f"preparing the search: {notice}"), self._say(generation), None)
+        with waiting:
+            timed.prepare()
+        self.table.prepared(timed, mark=True)
+        move = timed.move(snapshot.state, key, self.seconds)
+        if move.result is None:
+            return move.action, None
+        return move.action, summarize(move.result, 0, game, timed.value_margin)
 
     def _hint_job(self, generation: int) -> None:
         with self.lock:
@@ -451,14 +482,27 @@ class WebGame:
                 raise WebRequestError(f"no network for hints on {game.size}x{game.size}")
             name, engine = found
             analyzer = engine.analyzer
-            waiting = contextlib.nullcontext()
-            if not self.table.prepared(analyzer):  # the first search compiles: say so, and how long it takes
-                notice = compiling(f"the search for {game.size}x{game.size}", key=("hint", shapes(analyzer.variables),
-                                                                                   str(analyzer.search_config)))
-                waiting = say_while(notice.reworded(f"preparing the search: {notice}"), self._say(generation), None)
-            with self.table.engine_lock(engine), waiting:
-                analysis = analyzer.analyze(snapshot.state, key)
-            self.table.prepared(analyzer, mark=True)
+            if engine.timed is not None and sims is None:
+                analysis = self._timed_move(engine, snapshot, key, generation)[1]
+            else:
+                waiting = contextlib.nullcontext()
+                if not self.table.prepared(analyzer):  # the first search compiles: say so, and how long it takes
+                    notice = compiling(f"the search for {game.size}x{game.size}",
+                                       key=("hint", shapes(analyzer.variables), str(analyzer.search_config)))
+                    waiting = say_while(notice.reworded(f"preparing the search: {notice}"), self._say(generation),
+                                        None)
+                with self.table.engine_lock(engine), waiting:
+                    analysis = analyzer.analyze(snapshot.state, key)
+                self.table.prepared(analyzer, mark=True)
+            if analysis is None:  # a single legal move: nothing to search
+                only = snapshot.legal_actions()[0]
+                hints["squares"][square_name(only, game.size)] = {"label": "only", "best": True,
+                                                                 "text": "the only legal move"}
+                hints["source"] = "the rules"
+                with self.lock:
+                    if generation == self.generation:
+                        self.busy, self.hints = None, hints
+                return
             total = max(1, analysis.simulations)
             best = analysis.moves[0].action if analysis.moves else -1
             for move in analysis.moves:
@@ -480,6 +524,15 @@ class WebGame:
             self.busy = None
             self.hints = hints
             self.evals.setdefault(ply, point)
+
+
+def _prepared_in_background(table: GameTable, timed: Any) -> None:
+    try:
+        timed.prepare()
+    except Exception:  # the first move says it again, in its game
+        traceback.print_exc(file=sys.stderr)
+        return
+    table.prepared(timed, mark=True)
 
 
 def _from_board(text: str) -> GameSession:

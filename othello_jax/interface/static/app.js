@@ -235,7 +235,10 @@ async function copy(field) {
 async function start() {
   const offer = await api("/api/engines");
   engines = offer.engines;
-  $("sims").placeholder = offer.sims;
+  $("sims").placeholder = `by the clock (e.g. ${offer.sims})`;
+  const seconds = String(offer.seconds);
+  if (![...$("seconds").options].some((option) => option.value === seconds)) $("seconds").add(new Option(seconds));
+  $("seconds").value = seconds;
   fillSeats();
   const firstEngine = engines.find((e) => e.sizes.includes(Number($("size").value)));
   if (firstEngine) $("white").value = firstEngine.name;
