@@ -230,6 +230,7 @@ class WebGame:
                     taken.append(session.actions[-1])
                     session.undo(1)
             self.redo.append(taken[::-1])
+            self.evals = {ply: point for ply, point in self.evals.items() if ply <= len(session.actions)}
             self.message = f"took back {len(taken)} move{'s' * (len(taken) > 1)}"
             if HUMAN not in self.seats or not self._persons_choice():
                 self._continue()
@@ -256,7 +257,7 @@ class WebGame:
             size = self.session.game.size
             if not self.table.solvable(self.session) and self.table.lineup.hint_engine(size, [], None) is None:
                 empties = self.table.lineup.exact_empties.get(size, 0)
-                reach = f" (the solver's come at {empties} empties)" if empties else ""
+                reach = f"; exact values come at {empties} empties" if empties else ""
                 raise WebRequestError(f"hints need a network for {size}x{size} (serve --agent=builtin:...){reach}")
             self._start(self._hint_job, "searching for hints")
 
