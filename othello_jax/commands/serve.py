@@ -11,8 +11,9 @@ its own game. Needs the web extra: pip install 'othello-jax[web]'.
 
 --agent takes a network (builtin:NAME, a .msgpack file, a training workdir) or an agent spec
 (alphabeta:3, greedy, net:ckpt=...,sims=64; see `othello-jax eval --help`), once per engine;
-the page never takes a path. The server listens on 127.0.0.1 (this machine only) unless --host
-says otherwise.
+the page never takes a path. Networks search by the clock, --seconds a move unless the page
+sets its own (or a fixed number of simulations); their searches compile in the background as
+the server starts. The server listens on 127.0.0.1 (this machine only) unless --host says otherwise.
 """
 
 from __future__ import annotations

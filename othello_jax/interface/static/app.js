@@ -121,6 +121,8 @@ function render(next) {
   if (view.busy) drawBusy(view.busy);
   drawHints(view.hints);
   drawGraph(view.evals, Math.max(view.moves.length, 1));
+  const latest = view.evals[view.evals.length - 1];
+  $("eval-text").textContent = latest ? `after ${latest.ply} moves: ${latest.text}` : "hints and the engines' searches draw it";
   $("moves").replaceChildren(...view.moves.map((move) => {
     const item = document.createElement("li");
     item.className = move.color;
