@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 
 import pytest
@@ -101,6 +102,21 @@ def test_bad_requests_get_a_4xx_with_one_line_and_the_server_serves_on(server, m
     answer = server.call(path.replace("GAME", game["id"]), method=method, raw=body)
     assert answer[0] == status and words in answer[1]["error"] and "\n" not in answer[1]["error"], answer
     assert server.call("/api/engines")[0] == 200 and server.settled(game["id"])["board"] == game["board"]
+
+
+def test_requests_another_site_could_send_are_refused(server):
+    """A form or a script elsewhere can POST text/plain without asking (no CORS preflight), and a
+    page on another name can reach 127.0.0.1 by DNS rebinding: both are refused."""
+    form = urllib.request.Request(server.url + "/api/games", data=b'{"size": 6}', method="POST",
+                                  headers={"Content-Type": "text/plain"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(form, timeout=30)
+    assert refused.value.code == 415 and b"send JSON" in refused.value.read()
+    rebound = urllib.request.Request(server.url + "/api/engines", headers={"Host": "attacker.example"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(rebound, timeout=30)
+    assert refused.value.code == 400
+    assert server.call("/api/engines")[0] == 200
 
 
 def test_a_crashed_search_is_one_line_in_the_game_and_the_next_game_works(server, monkeypatch):

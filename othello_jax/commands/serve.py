@@ -134,6 +134,12 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def local_names(host: str) -> list[str] | None:
+    """The Host headers a server on ``host`` answers: the local names when it listens on this
+    machine only (no page elsewhere reaches it by DNS rebinding), None (any) otherwise."""
+    return [*LOCAL_HOSTS, "[::1]"] if host in LOCAL_HOSTS else None
+
+
 def address(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     host = f"[{host}]" if ":" in host else host
@@ -170,7 +176,8 @@ def in_background(table: GameTable, host: str = "127.0.0.1", port: int = 0) -> I
     from othello_jax.interface import web_app
 
     sock = listen(host, port)
-    server = uvicorn.Server(uvicorn.Config(web_app.create_app(table), log_level="warning", access_log=False))
+    app = web_app.create_app(table, local_names(host))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -209,7 +216,7 @@ def main(argv: list[str]) -> int:
               "the page and use its CPU; there is no password", file=sys.stderr)
     print(f"othello-jax serve: open {address(sock)} in a browser (engines: {', '.join(names)}; Ctrl-C stops)",
           flush=True)
-    config = uvicorn.Config(web_app.create_app(table), log_level="warning", access_log=False)
+    config = uvicorn.Config(web_app.create_app(table, local_names(args.host)), log_level="warning", access_log=False)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -2,7 +2,8 @@
 and the page's static files (plain HTML, CSS and JavaScript modules in ``static/``, nothing
 fetched from elsewhere).
 
-Starlette (the optional extra ``[web]``) routes the requests; every game call runs in a worker
+Starlette (the optional extra ``[web]``) routes the requests (POSTs must say they send JSON, and a
+server on this machine only answers to its local names); every game call runs in a worker
 thread (``run_in_threadpool``), and searches on the table's own pool, so the event loop only
 moves bytes. Bad requests get a 4xx with ``{"error": "one line"}``; anything unexpected a 500
 with one line saying it is a bug (the traceback on the server's standard error), and the
@@ -28,6 +29,8 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
@@ -46,12 +49,21 @@ class RequestTooLarge(WebRequestError):
     status = 413
 
 
+class NotJson(WebRequestError):
+    """A POST that does not say it sends JSON: what a form or a script on another site can send
+    to this machine without the browser asking this server first (CORS), so it is refused."""
+
+    status = 415
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": first_line(message)}, status_code=status)
 
 
 async def _body(request: Request) -> dict[str, Any]:
     """The request's JSON object (empty for an empty body); WebRequestError on anything else."""
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        raise NotJson("send JSON (Content-Type: application/json)")
     if int(request.headers.get("content-length") or 0) > MAX_BODY:
         raise RequestTooLarge(f"the request is too large (over {MAX_BODY // 1024} KiB)")
     raw = await request.body()
@@ -96,8 +108,10 @@ def _new_options(body: dict) -> dict:
             "seconds": _number(body, "seconds", float)}
 
 
-def create_app(table: GameTable) -> Starlette:
-    """The ASGI app serving ``table``'s games and the page."""
+def create_app(table: GameTable, hosts: list[str] | None = None) -> Starlette:
+    """The ASGI app serving ``table``'s games and the page; ``hosts``: the only Host headers it
+    answers (the local names when it listens on this machine only, so that a web page elsewhere
+    cannot reach it by DNS rebinding), None for any."""
 
     def game_call(call: Callable[[WebGame, dict], None]) -> Callable:
         async def endpoint(request: Request) -> Response:
@@ -171,5 +185,6 @@ def create_app(table: GameTable) -> Starlette:
         return _error(500, f"internal error (a bug, please report it): {type(error).__name__}: {first_line(error)}; "
                            "the traceback is on the server's standard error")
 
-    return Starlette(routes=routes, exception_handlers={WebRequestError: request_error, HTTPException: http_error,
-                                                        Exception: bug})
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=hosts)] if hosts else []
+    return Starlette(routes=routes, middleware=middleware,
+                     exception_handlers={WebRequestError: request_error, HTTPException: http_error, Exception: bug})
