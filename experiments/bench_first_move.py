@@ -9,11 +9,17 @@ its first move (the genmove response, the "plays" line). "cold" gives each run a
 compilation cache (OTHELLO_JAX_XLA_CACHE); "warm" runs again on the cache the cold run filled.
 --cli (repeatable) times other installs in the same run, e.g. an older checkout's for a
 before/after; the medians are printed side by side. --counts adds what jax compiled in each run
-(programs and seconds, from JAX_LOG_COMPILES), which a shared machine does not blur.
+(programs and seconds, from JAX_LOG_COMPILES), which a shared machine does not blur. --phases
+says where the seconds to the first move went, side by side: Python's start, imports, reading the
+network, the rest of the setup, then within the first move jax's tracing, lowering to MLIR, XLA
+compiling, persistent-cache reads, and the rest (running the search; the solver); it runs each
+command under a small profiler (:data:`PROFILER`: jax's monitoring events and two timed calls).
 
     python -m experiments.bench_first_move --runs=3
     python -m experiments.bench_first_move --cli=../old/.venv/bin/othello-jax --cli=.venv/bin/othello-jax --counts
     python -m experiments.bench_first_move --agent=random --size=6 --runs=1
+    python -m experiments.bench_first_move --cli=../old/.venv/bin/othello-jax --cli=.venv/bin/othello-jax \
+        --checkpoint=builtin:8x8-expert --command=play --runs=1 --phases
 """
 
 from __future__ import annotations
@@ -40,6 +46,57 @@ COMPILED = re.compile(r"Finished XLA compilation of .* in ([\d.]+) sec")
 CACHE_HIT = "Persistent compilation cache hit"
 
 
+# Runs the command (argv[1:]) in this interpreter, timing its phases; prints one JSON line
+# (PHASES_MARK + seconds by phase) on stderr once its first move is made. Source text, so an older
+# checkout's Python runs it too.
+PHASES_MARK = "first-move-phases: "
+PROFILER = r"""
+import json, os, sys, time
+begin = time.perf_counter()
+started = time.time() - float(os.environ.get("BENCH_STARTED", time.time()))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import jax, jax.monitoring
+import othello_jax.cli, othello_jax.agents.neural as neural, othello_jax.interface.session as session
+import othello_jax.commands.play, othello_jax.commands.engine, othello_jax.evaluation.analysis
+phases = {"python start": started, "imports": time.perf_counter() - begin}
+sums = {}
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, seconds, **kw: sums.__setitem__(event, sums.get(event, 0.0) + seconds))
+load = neural.load_network
+def timed_load(*args, **kwargs):
+    start = time.perf_counter()
+    try:
+        return load(*args, **kwargs)
+    finally:
+        phases["read network"] = phases.get("read network", 0.0) + time.perf_counter() - start
+neural.load_network = timed_load
+move = session.GameSession.agent_move
+def first_move(self, *args, **kwargs):
+    if "first move" in phases:
+        return move(self, *args, **kwargs)
+    start = time.perf_counter()
+    phases["setup"] = start - begin - phases["imports"] - phases.get("read network", 0.0)
+    before = dict(sums)
+    result = move(self, *args, **kwargs)
+    took = {k: v - before.get(k, 0.0) for k, v in sums.items()}
+    phases["first move"] = time.perf_counter() - start
+    phases["tracing"] = took.get("/jax/core/compile/jaxpr_trace_duration", 0.0)
+    phases["lowering"] = took.get("/jax/core/compile/jaxpr_to_mlir_module_duration", 0.0)
+    reads = took.get("/jax/compilation_cache/cache_retrieval_time_sec", 0.0)
+    phases["cache reads"] = reads
+    phases["compiling"] = max(0.0, took.get("/jax/core/compile/backend_compile_duration", 0.0) - reads)
+    sys.stderr.write("{}" + json.dumps(phases) + "
+")
+    sys.stderr.flush()
+    return result
+session.GameSession.agent_move = first_move
+sys.argv = ["othello-jax"] + sys.argv[1:]
+sys.exit(othello_jax.cli.main(sys.argv[1:]))
+""".replace("@MARK@", PHASES_MARK)
+PHASES = ("python start", "imports", "read network", "setup", "tracing", "lowering", "compiling", "cache reads",
+          "rest of the move")
+
+
 class Run(NamedTuple):
     """One timed start: seconds to the first move (None: none came), and with --counts the programs
     jax compiled or loaded before the process ended and the seconds that took (else None)."""
@@ -48,6 +105,7 @@ class Run(NamedTuple):
     programs: int | None = None
     compile_seconds: float | None = None
     cache_hits: int | None = None
+    phases: dict | None = None
 
 
 def player_args(args: argparse.Namespace) -> list[str]:
@@ -57,10 +115,17 @@ def player_args(args: argparse.Namespace) -> list[str]:
 
 
 def command_line(cli: str, command: str, args: argparse.Namespace) -> tuple[list[str], str]:
-    """(argv, standard input) of one timed start."""
+    """(argv, standard input) of one timed start (under :data:`PROFILER` with --phases)."""
+    start = [python_of(cli), "-c", PROFILER] if getattr(args, "phases", False) else [cli]
     if command == "engine":
-        return [cli, "engine", *player_args(args)], f"boardsize {args.size or 8}\nclear_board\ngenmove b\n"
-    return [cli, "play", *player_args(args), "--color=white"], ""
+        return [*start, "engine", *player_args(args)], f"boardsize {args.size or 8}\nclear_board\ngenmove b\n"
+    return [*start, "play", *player_args(args), "--color=white"], ""
+
+
+def python_of(cli: str) -> str:
+    """The Python beside an installed ``othello-jax`` (its venv's), else this one."""
+    beside = Path(shutil.which(cli) or cli).parent / "python"
+    return str(beside) if beside.exists() else sys.executable
 
 
 def child_environment(cache: Path, counts: bool) -> dict[str, str]:
@@ -84,6 +149,7 @@ def time_first_move(argv: list[str], stdin_text: str, pattern: re.Pattern, env: 
     ``pattern``; then send quit and let it end (killed after ``timeout`` seconds in all)."""
     with tempfile.TemporaryFile("w+") as errors:
         begin = time.perf_counter()
+        env = {**env, "BENCH_STARTED": repr(time.time())}
         process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True,
                                    env=env, bufsize=1)
         watchdog = threading.Timer(timeout, process.kill)
@@ -108,10 +174,24 @@ def time_first_move(argv: list[str], stdin_text: str, pattern: re.Pattern, env: 
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        if not counts:
-            return Run(seconds)
         errors.seek(0)
-        return Run(seconds, *read_counts(errors.read()))
+        log = errors.read()
+        phases = read_phases(log, seconds)
+        if not counts:
+            return Run(seconds, phases=phases)
+        return Run(seconds, *read_counts(log), phases=phases)
+
+
+def read_phases(log: str, seconds: float | None) -> dict | None:
+    """The profiler's phases (:data:`PROFILER`) from a run's standard error, with the rest of the
+    first move and what came after it (the answer's way out) filled in; None without them."""
+    line = next((line for line in log.splitlines() if line.startswith(PHASES_MARK)), None)
+    if line is None or seconds is None:
+        return None
+    phases = json.loads(line[len(PHASES_MARK):])
+    inside = sum(phases.get(name, 0.0) for name in ("tracing", "lowering", "compiling", "cache reads"))
+    phases["rest of the move"] = phases.get("first move", 0.0) - inside
+    return phases
 
 
 def bench(clis: list[str], args: argparse.Namespace) -> dict[str, dict[str, dict[str, list[Run]]]]:
@@ -148,6 +228,27 @@ def median_seconds(runs: list[Run]) -> str:
     return "-" if not seconds or None in seconds else f"{statistics.median(seconds):.1f}"
 
 
+def format_phases(results: dict[str, dict[str, dict[str, list[Run]]]]) -> str:
+    """Seconds by phase of each command and cache, a column per CLI (the first run of each)."""
+    clis = list(results)
+    width = max(12, *(len(cli) for cli in clis))
+    lines = ["where the seconds to the first move went (first run of each; python start: from the process's "
+             "start to the profiler's first line)"]
+    for command in results[clis[0]]:
+        for cache in CACHES:
+            lines.append(f"{command + ' ' + cache:<18}" + "".join(f"{cli:>{width + 2}}" for cli in clis))
+            runs = [results[cli][command][cache][0] for cli in clis]
+            for phase in (*PHASES, "total"):
+                cells = "".join(
+                    f"{'-' if run.phases is None else f'{_phase(run, phase):.1f}':>{width + 2}}" for run in runs)
+                lines.append(f"  {phase:<16}{cells}")
+    return "\n".join(lines)
+
+
+def _phase(run: Run, phase: str) -> float:
+    return run.seconds if phase == "total" else run.phases.get(phase, 0.0)
+
+
 def format_table(results: dict[str, dict[str, dict[str, list[Run]]]], runs: int) -> str:
     """Medians side by side: a row per command and cache, a column per CLI."""
     clis = list(results)
@@ -176,6 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a start may take in all (default 600)")
     parser.add_argument("--counts", action="store_true",
                         help="also count the programs jax compiled and their seconds (JAX_LOG_COMPILES)")
+    parser.add_argument("--phases", action="store_true",
+                        help="also say where the seconds went (imports, reading the network, tracing, lowering, "
+                             "compiling, cache reads, ...), each command run under a small profiler")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON line")
     parser.add_argument("extra", nargs="*", help="more options for both commands, after --, e.g. -- --sims=64")
     return parser
@@ -197,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
                                 for command, caches in commands.items()} for cli, commands in results.items()}))
     else:
         print(format_table(results, args.runs))
+        if args.phases:
+            print(format_phases(results))
     return 0
 
 

@@ -5,6 +5,7 @@ game clocks give sensible budgets."""
 from __future__ import annotations
 
 import functools
+import io
 
 import jax
 import numpy as np
@@ -12,9 +13,12 @@ import pytest
 
 from othello_jax.agents import playing_search_config
 from othello_jax.agents import timed as timed_module
-from othello_jax.agents.time_control import GameClock, gtp_clock
-from othello_jax.agents.timed import TimedSearch, legal_actions_on_host, solve_depth
+from othello_jax.agents.time_control import GameClock, MoveBudget, gtp_clock
+from othello_jax.agents.timed import TimedMove, TimedSearch, legal_actions_on_host, solve_depth
 from othello_jax.game import Othello, batch_of_one, play_transcript
+from othello_jax.game.ggf import parse_clock, parse_game
+from othello_jax.interface.gtp_server import GtpEngine
+from othello_jax.interface.nboard_server import NboardEngine
 from othello_jax.search import run_search
 from othello_jax.search.chunked import FIRST_PLAN, ChunkedSearch
 from othello_jax.search.policies import considered_visits
@@ -177,6 +181,85 @@ def test_game_clocks_spread_the_main_time_and_keep_a_margin():
     assert clock.move_seconds(20) == pytest.approx((30 * 0.9 - 0.3) / 5)
     clock.spend(5.0)
     assert clock.period == 25.0 and clock.period_stones == 4
-    assert gtp_clock(0, 10, 0).main is None  # byoyomi without stones: no time limit
+    assert gtp_clock(0, 10, 0) is None  # byoyomi without stones: no time limit
     increment = GameClock(main=60.0, increment=2.0)
     assert increment.move_seconds(60) > GameClock(main=60.0).move_seconds(60)
+
+
+def test_gtp_time_commands_set_the_budget_of_each_move():
+    timed = timed_search()
+    budget = MoveBudget(simulations=16)
+    engine = GtpEngine(lambda game: timed.agent(budget), size=6, sizes=(6,), budget=budget)
+
+    def genmove() -> TimedMove:
+        response = engine.handle("genmove b" if engine.session.to_move == 0 else "genmove w")
+        assert response.startswith("= ") and "pass" not in response, response
+        return timed.last_move
+
+    assert genmove().simulations == 16  # no clock: the --sims search (black's first move)
+    assert engine.handle("time_settings 60 0 0") == "=\n\n"
+    first = genmove()  # white, 31 empties
+    assert first.seconds == pytest.approx(GameClock(main=60.0).move_seconds(31), abs=0.125)
+    assert budget.clocks[1].main == pytest.approx(60.0 - first.seconds)  # white's clock charged
+    assert engine.handle("time_left b 2 0") == "=\n\n"  # black is nearly out of time
+    short = genmove()
+    assert short.simulations < first.simulations and short.seconds <= 2.0
+    assert engine.handle("time_left w 10 5") == "=\n\n"  # white in byoyomi: 10 s for 5 moves
+    assert genmove().seconds == pytest.approx(_byoyomi_move(10, 5), abs=0.125)
+    assert engine.handle("time_settings 0 10 0") == "=\n\n"  # no time limit: back to --sims
+    assert genmove().simulations == 16
+    for bad in ("time_settings 60 0", "time_left b x 0", "time_left q 10 0", "time_settings -5 0 0",
+                "time_settings nan 0 0"):
+        assert engine.handle(bad).startswith("? syntax error"), bad
+
+
+def _byoyomi_move(seconds: float, stones: int) -> float:
+    clock = GameClock(main=0.0, byoyomi=seconds, stones=stones)
+    clock.set_left(seconds, stones)
+    return clock.move_seconds(20)
+
+
+def test_nboard_reads_the_game_clock_and_the_times_of_the_moves():
+    timed = timed_search()
+    budget = MoveBudget(simulations=16)
+    engine = NboardEngine(lambda game: timed.agent(budget), size=6, sizes=(6,), budget=budget)
+    record = "(;GM[Othello]PC[NBoard]TI[1:00]TY[6]B[C2//20.5]W[B2//3];)"
+    list(engine.handle("set game " + record))
+    assert engine.game_clock == (60.0, 0.0)
+    lines = list(engine.handle("go"))
+    assert lines[-1].startswith("=== ")
+    black_left = 60.0 - 20.5
+    assert timed.last_move.seconds == pytest.approx(GameClock(main=black_left).move_seconds(30), abs=0.125)
+    move = lines[-1].split()[1].split("/")[0]
+    list(engine.handle(f"move {move}//5"))
+    list(engine.handle("go"))  # white: 60 - 3 left
+    assert timed.last_move.seconds == pytest.approx(GameClock(main=57.0).move_seconds(29), abs=0.125)
+    assert engine._used[0] == [20.5, 5.0]
+    list(engine.handle("set game (;GM[Othello]TY[6];)"))
+    assert engine.game_clock is None  # a game without a clock: the command line's budget
+    list(engine.handle("go"))
+    assert timed.last_move.simulations == 16
+
+
+def test_ggf_clock_and_move_times_are_read():
+    record = parse_game("(;GM[Othello]TI[5:00/2]TY[8]B[F5//2.5]W[D6/1.0/1:02]B[C3];)")
+    assert record.clock == (300.0, 2.0)
+    assert record.seconds_used(0) == 2.5 and record.seconds_used(1) == 62.0
+    assert [move.seconds for move in record.moves] == [2.5, 62.0, None]
+    assert parse_game("(;GM[Othello]TY[8];)").clock is None
+    assert parse_clock("15:00//2:00") == (900.0, 0.0) and parse_clock("1:00:00") == (3600.0, 0.0)
+    assert parse_clock("junk") is None and parse_clock("0") is None
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--checkpoint=builtin:6x6", "--seconds=0"], "--seconds must be a positive number"),
+    (["--checkpoint=builtin:6x6", "--seconds=nan"], "--seconds must be a positive number"),
+    (["--checkpoint=builtin:6x6", "--clock=5:00"], "--clock must be SECONDS"),
+    (["--agent=random", "--seconds=1"], "need a network"),
+])
+def test_bad_time_options_are_one_line_errors(options, message, capsys):
+    from othello_jax.commands import play
+
+    assert play.main(options, stdin=io.StringIO(""), stdout=io.StringIO()) == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and len(error.splitlines()) == 1

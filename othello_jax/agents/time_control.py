@@ -11,6 +11,7 @@ the search (reading input, the protocol's answer), and never plans past the time
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 SAFETY_FRACTION = 0.1  # of the time left, never planned (the answer must reach the controller in time)
 SAFETY_SECONDS = 0.3  # nor these seconds, for the program around the search
@@ -72,14 +73,53 @@ class GameClock:
             self.main, self.period, self.period_stones = float(seconds), None, 0
 
 
-def gtp_clock(main: float, byoyomi: float, stones: int, per_move: float = 1.0) -> GameClock:
-    """A clock from GTP ``time_settings MAIN BYOYOMI STONES``: byoyomi 0 is sudden death, byoyomi
-    with 0 stones means no time limit (then ``per_move``), as the GTP specification says."""
+def gtp_clock(main: float, byoyomi: float, stones: int) -> GameClock | None:
+    """A clock from GTP ``time_settings MAIN BYOYOMI STONES``: byoyomi 0 is sudden death; byoyomi
+    with 0 stones means no time limit (None), as the GTP specification says."""
     if byoyomi > 0 and stones == 0:
-        return GameClock(per_move=per_move)
-    return GameClock(main=float(main), byoyomi=float(byoyomi), stones=int(stones), per_move=per_move)
+        return None
+    return GameClock(main=float(main), byoyomi=float(byoyomi), stones=int(stones))
 
 
 def _usable(seconds: float) -> float:
     """What of ``seconds`` left may be planned: less the safety fraction and seconds."""
     return max(0.0, seconds * (1.0 - SAFETY_FRACTION) - SAFETY_SECONDS)
+
+
+class MoveBudget:
+    """What a player's next move may spend: each colour's :class:`GameClock` once a game clock is
+    set (:meth:`set_clocks`, or the controller's word), else ``per_move`` seconds, else
+    ``simulations`` (a fixed search, the strength of ``--sims``).
+
+    Shared by the one who knows the clock (a GTP or NBoard engine, `play`) and the timed agent
+    (:meth:`othello_jax.agents.timed.TimedSearch.agent`), which asks it before each move and
+    charges it after.
+    """
+
+    def __init__(self, per_move: float | None = None, simulations: int | None = None):
+        if per_move is None and simulations is None:
+            raise ValueError("a move budget needs seconds a move or simulations")
+        self.per_move, self.simulations = per_move, simulations
+        self.clocks: list[GameClock] | None = None
+
+    def set_clocks(self, clock: GameClock | None) -> None:
+        """The same clock for both colours (a copy each); None: back to the fixed budget."""
+        self.clocks = None if clock is None else [dataclasses.replace(clock) for _ in range(2)]
+
+    def for_move(self, state: Any, game: Any) -> tuple[float | None, int | None]:
+        """``(seconds, simulations)`` for the side to move in ``state`` (one of them None)."""
+        if self.clocks is not None:
+            empties = int(game.num_squares - _discs(state))
+            return self.clocks[int(state.color)].move_seconds(empties), None
+        return (self.per_move, None) if self.per_move is not None else (None, self.simulations)
+
+    def spend(self, color: int, seconds: float) -> None:
+        """Charge ``seconds`` to ``color``'s clock (nothing without a game clock)."""
+        if self.clocks is not None:
+            self.clocks[int(color)].spend(seconds)
+
+
+def _discs(state: Any) -> int:
+    """Discs on the board of one (unbatched) position, on the host."""
+    words = (state.mover.lo, state.mover.hi, state.opponent.lo, state.opponent.hi)
+    return sum(bin(int(word)).count("1") for word in words)

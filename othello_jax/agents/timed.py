@@ -32,6 +32,7 @@ import ml_collections
 import numpy as np
 
 from othello_jax.agents.base import Agent
+from othello_jax.agents.time_control import MoveBudget
 from othello_jax.game import Othello, State, batch_of_one
 from othello_jax.search import SearchResult
 from othello_jax.search.chunked import FIRST_PLAN, ChunkedSearch
@@ -111,31 +112,40 @@ class TimedSearch:
             jax.block_until_ready(search.finish(carry))
             self._prepared = True
 
-    def move(self, state: State, key: jax.Array, seconds: float) -> TimedMove:
-        """The move for one (unbatched) position in about ``seconds`` (at most one chunk more)."""
+    def move(self, state: State, key: jax.Array, seconds: float | None = None,
+             simulations: int | None = None) -> TimedMove:
+        """The move for one (unbatched) position in about ``seconds`` (at most one chunk more), or
+        after ``simulations`` (rounded up to whole chunks; the tree of ``run_search`` with that
+        many), whichever comes first; one of the two must be given."""
+        if seconds is None and simulations is None:
+            raise ValueError("a timed move needs seconds or simulations")
         with self._lock:
             begin = self.clock()
             legal = legal_actions_on_host(state, self.game)
+            depth = solve_depth(math.inf if seconds is None else seconds, self.solve_empties)
             if len(legal) <= 1:
                 move = TimedMove(legal[0] if legal else self.game.pass_action, self.clock() - begin, 0, "only move")
-            elif self.solve_empties and int(empties_on_host(state, self.game)) <= solve_depth(seconds,
-                                                                                              self.solve_empties):
+            elif depth and int(empties_on_host(state, self.game)) <= depth:
                 action = solve(state, self.game, self.solver).action
                 move = TimedMove(int(action), self.clock() - begin, 0, "solver")
             else:
                 self.prepare()
                 start = self.clock()  # the time starts once the search is compiled
-                result, simulations = self._searched(batch_of_one(state), key, start + seconds)
-                move = TimedMove(int(np.asarray(result.action)[0]), self.clock() - begin, simulations, "search",
-                                 result)
+                deadline = math.inf if seconds is None else start + seconds
+                result, done = self._searched(batch_of_one(state), key, deadline, simulations)
+                move = TimedMove(int(np.asarray(result.action)[0]), self.clock() - begin, done, "search", result)
             self.last_move = move
             return move
 
-    def _searched(self, states: State, key: jax.Array, deadline: float) -> tuple[SearchResult, int]:
-        """Chunks until ``deadline`` (one at least): the result and the simulations run."""
+    def _searched(self, states: State, key: jax.Array, deadline: float,
+                  simulations: int | None) -> tuple[SearchResult, int]:
+        """Chunks until ``deadline`` or ``simulations`` (one chunk at least): the result and the
+        simulations run."""
         search, variables = self.search, self.variables
+        limit = search.capacity if simulations is None else min(search.capacity, max(1, int(simulations)))
+        limit = -(-limit // search.chunk) * search.chunk
         carry = search.start(variables, states, key)
-        first_plan = FIRST_PLAN * search.chunk
+        first_plan = limit if simulations is not None else FIRST_PLAN * search.chunk
         schedule = jnp.asarray(search.schedule(first_plan))
         done, elapsed = 0, []
         while True:
@@ -144,13 +154,13 @@ class TimedSearch:
             jax.block_until_ready(carry.done)
             elapsed.append(self.clock() - began)
             done += search.chunk
-            if done == search.chunk:  # plan the total from this move's first chunk (and the moves before)
+            if done == search.chunk and simulations is None:  # plan from this move's first chunk (and earlier moves')
                 per_chunk = self._chunk_estimate(elapsed[0])
                 fits = done + int(max(0.0, deadline - self.clock() - self.finish_seconds) / per_chunk) * search.chunk
                 if fits > first_plan:  # else the first plan's: its first chunk is the same
                     schedule = jnp.asarray(search.schedule(fits))
             per_chunk = self._chunk_estimate(float(np.median(elapsed)), remember=False)
-            if done >= search.capacity or self.clock() + per_chunk + self.finish_seconds > deadline:
+            if done >= limit or self.clock() + per_chunk + self.finish_seconds > deadline:
                 break
         self._chunk_estimate(float(np.median(elapsed)))
         began = self.clock()
@@ -167,10 +177,11 @@ class TimedSearch:
             self.chunk_seconds = blended if known is None else 0.7 * known + 0.3 * seconds
         return max(blended, 1e-6)
 
-    def agent(self, seconds: float | Callable[[], float], name: str = "network, timed") -> Agent:
+    def agent(self, budget: MoveBudget | float, name: str = "network, timed") -> Agent:
         """This search as a host :class:`~othello_jax.agents.Agent` (positions of a batch one by
-        one); ``seconds``: a move's budget, or a function read before each move (a game clock)."""
-        budget = seconds if callable(seconds) else (lambda: float(seconds))
+        one): ``budget`` seconds a move, or a :class:`MoveBudget` read before each move and
+        charged after it (game clocks; without one its simulations)."""
+        budget = budget if isinstance(budget, MoveBudget) else MoveBudget(per_move=float(budget))
 
         def act(states: State, key: jax.Array) -> np.ndarray:
             count = int(np.asarray(states.terminal).shape[0])
@@ -178,7 +189,10 @@ class TimedSearch:
             for row, row_key in zip(range(count), jax.random.split(key, count), strict=True):
                 state = jax.tree.map(lambda x: np.asarray(x)[row], states)
                 if not bool(state.terminal):
-                    actions[row] = self.move(state, row_key, budget()).action
+                    seconds, simulations = budget.for_move(state, self.game)
+                    move = self.move(state, row_key, seconds, simulations)
+                    budget.spend(int(state.color), move.seconds)
+                    actions[row] = move.action
             return actions
 
         return Agent(name=name, act=act, jittable=False)

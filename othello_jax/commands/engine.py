@@ -20,6 +20,12 @@ The GUI starts the engine as a subprocess. Only protocol lines go to stdout; mes
 stderr. Like Edax and Egaroucid, the engine plays the endgame exactly with the C solver (how many
 empties: --solve=E; --no-solve turns it off). The first move takes a while: the search is
 compiled first (and kept for the next start).
+
+A network's engine plays on the clock: --seconds=S a move, or --clock=T[+I] for the game; a
+controller's clock overrides both (GTP time_settings and time_left; NBoard's GGF clock, TI, with the
+times of the moves). Without any it searches --sims simulations a move.
+
+    othello-jax engine --checkpoint=builtin:8x8-expert --seconds=2
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from othello_jax.commands import agent_options
+from othello_jax.commands import agent_options, clock_options
 from othello_jax.commands.command import failure, make_parser
 from othello_jax.game import SIZES
 from othello_jax.interface import gtp_server, nboard_server
@@ -40,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--protocol", default="gtp", type=str.lower, choices=PROTOCOLS,
                         help="engine protocol: gtp (the Go Text Protocol) or nboard (the NBoard GUI's) (default gtp)")
     agent_options.add_arguments(parser, endgame=True)
+    clock_options.add_arguments(parser)
     parser.add_argument("--seed", type=int, default=0, help="random seed for the agent")
     parser.add_argument("--name", default="othello-jax", help="the engine's name as the GUI shows it")
     return parser
@@ -59,7 +66,8 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     fail = failure("engine")
     try:
-        player = agent_options.build(args)
+        budget = clock_options.move_budget(args)
+        player = clock_options.build(args, budget, timed=True)
     except agent_options.AgentOptionError as error:
         return fail(error)
     speaking = "the NBoard protocol" if args.protocol == "nboard" else "GTP"
@@ -67,8 +75,8 @@ def main(argv: list[str]) -> int:
     if args.protocol == "nboard":
         engine = nboard_server.NboardEngine(player.make_agent, size=player.size, sizes=player.sizes, seed=args.seed,
                                             name=args.name, analyzer=player.analyzer,
-                                            exact_empties=exact_empties(args.solve))
+                                            exact_empties=exact_empties(args.solve), budget=budget)
         return nboard_server.serve(engine, sys.stdin, sys.stdout)
     engine = gtp_server.GtpEngine(player.make_agent, size=player.size, sizes=player.sizes, seed=args.seed,
-                                  name=args.name)
+                                  name=args.name, budget=budget)
     return gtp_server.serve(engine, sys.stdin, sys.stdout)

@@ -5,11 +5,13 @@ Type a square (d3) to move, pass when you have no legal move, undo to take back 
 thinks of your position), quit to stop. The board is redrawn after every move, the agent's
 value estimate and most visited moves follow each of its moves, and the game record is printed
 at the end. Reads standard input, so piped moves work too. The agent plays the last empty
-squares perfectly with the C solver (how many: --solve=E; --no-solve turns it off).
+squares perfectly with the C solver (how many: --solve=E; --no-solve turns it off). With
+--seconds=S it thinks S seconds a move (--clock=T[+I]: a game clock) instead of --sims simulations.
 Exit status 0 when the game ends, when you quit and when the input ends; 2 on bad options.
 
     othello-jax play --checkpoint=builtin:8x8-expert --color=white
     othello-jax play --checkpoint=runs/othello8/best --sims=200
+    othello-jax play --checkpoint=builtin:8x8-expert --seconds=3
     othello-jax play --agent=alphabeta:depth=3 --size=6 --moves=c4
 """
 
@@ -22,7 +24,7 @@ from typing import Any, TextIO
 
 import jax
 
-from othello_jax.commands import agent_options
+from othello_jax.commands import agent_options, clock_options
 from othello_jax.commands.command import failure, make_parser
 from othello_jax.evaluation.analysis import format_analysis
 from othello_jax.game import NotationError, Othello, parse_board, render, square_name
@@ -119,6 +121,7 @@ def finish(session: GameSession, stdout: TextIO) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = make_parser("play", __doc__)
     agent_options.add_arguments(parser, endgame=True)
+    clock_options.add_arguments(parser)
     parser.add_argument("--color", default="black", help="your colour: black (moves first) or white")
     parser.add_argument("--seed", type=int, default=0, help="random seed for the agent")
     parser.add_argument("--board", help="start from this board string (squares row by row, X/O/-, a space, "
@@ -135,7 +138,7 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     if color not in ("black", "white", "b", "w"):
         return fail(f"--color must be black or white, got {args.color!r}")
     try:
-        player = agent_options.build(args)
+        player = clock_options.build(args, clock_options.move_budget(args), timed=False)
         size = player.size
         if args.board and not args.size and len(player.sizes) > 1:
             size = parse_board(args.board)[1].size  # an agent for any size: the board decides

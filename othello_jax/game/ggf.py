@@ -5,8 +5,9 @@ A game is a list of properties ``NAME[value]`` between ``(;`` and ``;)``. The on
 BO, the starting position (board size, one character per square from A1 row by row: ``*``
 black, ``O`` white, ``-`` empty, then the side to move, ``*`` or ``O``); B and W, the moves in
 order (a square or PA for a pass, optionally followed by ``/eval/time``); TY, the game type (an
-anti-Othello type, with an ``a``, is refused); GM, which must be Othello when given. Every other
-property (players, date, clocks, result) is kept as text and otherwise ignored. Moves are checked
+anti-Othello type, with an ``a``, is refused); GM, which must be Othello when given; TI, the game
+clock, with the moves' times (:attr:`GgfGame.clock`, read by the NBoard engine). Every other
+property (players, date, result) is kept as text and otherwise ignored. Moves are checked
 against the rules; a pass the record leaves out where it was forced is inserted.
 """
 
@@ -37,10 +38,12 @@ class GgfError(NotationError):
 
 
 class GgfMove(NamedTuple):
-    """One move of a record: who played it (BLACK or WHITE) and the action (pass included)."""
+    """One move of a record: who played it (BLACK or WHITE), the action (pass included) and the
+    seconds it took where the record says (``F5//2.5``)."""
 
     color: int
     action: int
+    seconds: float | None = None
 
 
 class GgfGame(NamedTuple):
@@ -56,6 +59,16 @@ class GgfGame(NamedTuple):
     actions: tuple[int, ...]
     final: State
     properties: dict[str, str]
+
+    @property
+    def clock(self) -> tuple[float, float] | None:
+        """``(main seconds, increment)`` of the game's clock (``TI[5:00]``, ``TI[5:00/2]``:
+        main time, then GGS's increment; its extension is not read); None without one."""
+        return parse_clock(self.properties.get("TI", ""))
+
+    def seconds_used(self, color: int) -> float:
+        """What ``color``'s moves in the record took (moves without a time count nothing)."""
+        return sum(move.seconds or 0.0 for move in self.moves if move.color == color)
 
     @property
     def from_standard_start(self) -> bool:
@@ -93,6 +106,34 @@ def parse_move_item(text: str, size: int = 8) -> int:
     return parse_square(square, size)
 
 
+def move_seconds(text: str) -> float | None:
+    """The time of a move item, ``F5/1.23/4.5`` -> 4.5 (``F5//1:02`` -> 62.0); None without one."""
+    parts = text.strip().split("/")
+    return parse_time(parts[2]) if len(parts) > 2 else None
+
+
+def parse_time(text: str) -> float | None:
+    """A GGS time ``[[hh:]mm:]ss`` (seconds may have decimals) -> seconds; None when empty or
+    unreadable (a clock the engine cannot read is left alone, not refused)."""
+    text = re.sub(r"[^0-9:.]", "", text)
+    if not text or not re.fullmatch(r"(\d+:){0,2}\d+(\.\d*)?", text):
+        return None
+    seconds = 0.0
+    for part in text.split(":"):
+        seconds = seconds * 60 + float(part)
+    return seconds
+
+
+def parse_clock(text: str) -> tuple[float, float] | None:
+    """A GGF ``TI`` value ``main[/increment[/extension]]`` -> ``(main, increment)`` seconds; None
+    when it names no main time."""
+    parts = text.strip().split("/")
+    main = parse_time(parts[0])
+    if main is None or main <= 0:
+        return None
+    return main, (parse_time(parts[1]) or 0.0) if len(parts) > 1 else 0.0
+
+
 def move_text(action: int, size: int = 8) -> str:
     """An action as GGF writes it: ``F5``, or ``PA`` for a pass."""
     return PASS_MOVE if action == size * size else square_name(action, size).upper()
@@ -102,7 +143,7 @@ def replay(game: Othello, start: State, moves: Sequence[GgfMove]) -> tuple[State
     """Play ``moves`` from ``start``, checking each for legality and turn; a pass the record
     leaves out is inserted where it was forced. Returns the final position and every action."""
     state, actions = start, []
-    for number, (color, action) in enumerate(moves, 1):
+    for number, (color, action, _) in enumerate(moves, 1):
         label = f"move {number} ({'BW'[color]}[{move_text(action, game.size)}])"
         if bool(state.terminal):
             raise GgfError(f"{label} comes after the end of the game")
@@ -209,4 +250,4 @@ def _move(name: str, value: str, size: int, number: int) -> GgfMove:
         action = parse_move_item(value, size)
     except NotationError as error:
         raise GgfError(f"move {number} ({name}[{value.strip()[:12]}]): {error}") from None
-    return GgfMove(BLACK if name == "B" else WHITE, action)
+    return GgfMove(BLACK if name == "B" else WHITE, action, move_seconds(value))

@@ -27,6 +27,7 @@ from othello_jax.agents.gtp_protocol import (
     parse_command,
     parse_vertex,
 )
+from othello_jax.agents.time_control import GameClock, MoveBudget, gtp_clock
 from othello_jax.errors import InputError
 from othello_jax.game import SIZES, Othello, render
 from othello_jax.interface.agent_cache import AgentFactory, AgentsBySize
@@ -37,11 +38,13 @@ class GtpEngine:
     """Answers GTP commands for one game at a time, choosing moves with an agent.
 
     ``make_agent(game)`` builds the agent for a board size (called lazily, once per size);
-    ``sizes`` are the board sizes it can play (a checkpoint knows only its own).
+    ``sizes`` are the board sizes it can play (a checkpoint knows only its own). ``budget``: the
+    move budget a timed agent reads (:class:`~othello_jax.agents.time_control.MoveBudget`), which
+    ``time_settings`` and ``time_left`` set; without one they are accepted and change nothing.
     """
 
     def __init__(self, make_agent: AgentFactory, size: int = 8, sizes: tuple[int, ...] = SIZES,
-                 seed: int = 0, name: str = "othello-jax"):
+                 seed: int = 0, name: str = "othello-jax", budget: MoveBudget | None = None):
         if size not in sizes:
             raise InputError(f"board size {size} is not one of the playable sizes {sizes}")
         self.make_agent = make_agent
@@ -49,6 +52,7 @@ class GtpEngine:
         self.name = name
         self.session = GameSession(Othello(size))
         self.finished = False  # set by `quit`
+        self.budget = budget
         self._auto_passes: set[int] = set()  # plies where this engine inserted a forced pass
         self._agents = AgentsBySize(make_agent)
         self._key = jax.random.PRNGKey(seed)
@@ -62,8 +66,8 @@ class GtpEngine:
             "boardsize": self._boardsize,
             "clear_board": self._clear_board,
             "komi": lambda args: "",
-            "time_settings": lambda args: "",
-            "time_left": lambda args: "",
+            "time_settings": self._time_settings,
+            "time_left": self._time_left,
             "play": self._play,
             "genmove": self._genmove,
             "undo": self._undo,
@@ -121,6 +125,26 @@ class GtpEngine:
     def _clear_board(self, args: tuple[str, ...]) -> str:
         self.session.reset()
         self._auto_passes.clear()
+        return ""
+
+    def _time_settings(self, args: tuple[str, ...]) -> str:
+        """``time_settings MAIN BYOYOMI STONES`` (seconds, seconds, moves): both colours' clocks."""
+        _expect(args, 3, "time_settings MAIN_TIME BYO_YOMI_TIME BYO_YOMI_STONES")
+        main, byoyomi, stones = (_number(arg) for arg in args)
+        if self.budget is not None:
+            self.budget.set_clocks(gtp_clock(main, byoyomi, int(stones)))
+        return ""
+
+    def _time_left(self, args: tuple[str, ...]) -> str:
+        """``time_left COLOR TIME STONES``: what is left on a colour's clock (stones > 0: of the
+        byoyomi period, for that many moves)."""
+        _expect(args, 3, "time_left COLOR TIME STONES")
+        color = parse_color(args[0])
+        seconds, stones = _number(args[1]), int(_number(args[2]))
+        if self.budget is not None:
+            if self.budget.clocks is None:  # no time_settings: the controller's word alone
+                self.budget.set_clocks(GameClock(main=seconds))
+            self.budget.clocks[color].set_left(seconds, stones)
         return ""
 
     def _play(self, args: tuple[str, ...]) -> str:
@@ -200,6 +224,17 @@ class GtpEngine:
 def _expect(args: tuple[str, ...], count: int, usage: str) -> None:
     if len(args) != count:
         raise GtpError(f"syntax error: expected `{usage}`")
+
+
+def _number(text: str) -> float:
+    """A GTP time or count: a non-negative number (GTP sends integers; decimals are taken)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (0 <= value < 1e9):
+        raise GtpError(f"syntax error: {text[:20]!r} is not a non-negative number")
+    return value
 
 
 def serve(engine: GtpEngine, stdin: TextIO, stdout: TextIO) -> int:

@@ -4,7 +4,8 @@ such as Edax and NTest: one command per line in, protocol lines out, nothing els
 What the GUI sends and what this engine answers:
 
     nboard 2            set myname NAME
-    set game GGF        (nothing) the position becomes the end of that GGF game
+    set game GGF        (nothing) the position becomes the end of that GGF game (its clock, TI, and
+                        the moves' times set the time of the engine's moves)
     set depth N         (nothing) noted; the strength stays the command line's (see below)
     set contempt N      (nothing) noted; this engine has no book, so draws are worth 0
     move F5/EVAL/TIME   (nothing) the move is played (eval and time optional; PA passes)
@@ -25,7 +26,8 @@ even, +50 sure win), as other AlphaZero-style engines report; their depth is the
 simulations (a tree search has no fixed depth). An agent without a network (greedy, alphabeta)
 gives its move with no evaluation (0). `set depth` does not change the strength: the network
 search has no depth, and another simulation count would mean compiling a new search; the
-command line's --sims (or agent spec) decides it.
+command line's --sims, --seconds or --clock (or agent spec) decides it, and the game's clock
+once the GUI gives one (GGF TI: each move gets a share of the time its side has left).
 """
 
 from __future__ import annotations
@@ -38,9 +40,10 @@ from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 import jax
 
+from othello_jax.agents.time_control import GameClock, MoveBudget
 from othello_jax.errors import InputError, first_line
 from othello_jax.game import SIZES, Othello, batch_of_one
-from othello_jax.game.ggf import move_text, parse_game, parse_move_item
+from othello_jax.game.ggf import move_seconds, move_text, parse_game, parse_move_item
 from othello_jax.interface.agent_cache import AgentFactory, AgentsBySize
 from othello_jax.interface.session import GameSession, IllegalMove
 from othello_jax.solver import count_empties, solve
@@ -95,12 +98,14 @@ class NboardEngine:
     make_agent(game): the agent for a board size (built on first use); sizes: the sizes it can
     play. analyzer: the network search behind the agent, if any (for the evaluations of hint and
     go). exact_empties: per board size, the empty squares at or below which the player solves
-    the endgame, so hint and go give exact values there (the C solver).
+    the endgame, so hint and go give exact values there (the C solver). budget: the move budget a
+    timed agent reads (:class:`~othello_jax.agents.time_control.MoveBudget`); a game whose GGF
+    has a clock (``TI``) sets it for the side to move at each go, from the times of its moves.
     """
 
     def __init__(self, make_agent: AgentFactory, size: int = 8, sizes: tuple[int, ...] = SIZES, seed: int = 0,
                  name: str = "othello-jax", analyzer: Analyzer | None = None,
-                 exact_empties: Mapping[int, int] | None = None):
+                 exact_empties: Mapping[int, int] | None = None, budget: MoveBudget | None = None):
         if size not in sizes:
             raise InputError(f"board size {size} is not one of the playable sizes {sizes}")
         self.sizes = tuple(sizes)
@@ -111,6 +116,10 @@ class NboardEngine:
         self.depth: int | None = None  # as the GUI set it (noted only; see the module docstring)
         self.contempt = 0
         self.finished = False  # set by `quit`
+        self.budget = budget
+        self._own_clock = None if budget is None or budget.clocks is None else budget.clocks[0]  # --clock's
+        self.game_clock: tuple[float, float] | None = None  # (main, increment) of the GUI's game, if it has one
+        self._used: dict[int, list[float]] = {0: [], 1: []}  # each colour's move times so far
         self._agents = AgentsBySize(make_agent)
         self._prepared: set[int] = set()  # board sizes whose search has run (compiled) already
         self._key = jax.random.PRNGKey(seed)
@@ -164,6 +173,11 @@ class NboardEngine:
         for action in record.actions:
             session.play(action)
         self.session = session
+        self.game_clock = record.clock
+        if self.budget is not None and record.clock is None:  # the command line's budget again
+            self.budget.set_clocks(self._own_clock)
+        self._used = {color: [move.seconds or 0.0 for move in record.moves if move.color == color]
+                      for color in (0, 1)}
         return []
 
     def _set_depth(self, text: str) -> list[str]:
@@ -190,6 +204,7 @@ class NboardEngine:
         except IllegalMove:
             session.undo(len(session.actions) - plies)
             raise
+        self._used[int(session.states[-2].color)].append(move_seconds(text) or 0.0)
         return []
 
     def _hint(self, text: str) -> Iterator[str]:
@@ -216,12 +231,24 @@ class NboardEngine:
         yield f"status {self._status(uses_agent=True)}"
         if self.analyzer is not None:
             self.analyzer.last_move = None  # set again by its search, unless the solver chose
+        self._set_clock(session.to_move)
         begin = time.perf_counter()
         action = session.agent_move(self._agents(session.game), self._next_key())
         seconds = time.perf_counter() - begin
         self._prepared.add(session.game.size)
         value = self._exact_value(action) if exact else self._search_value(action)
         yield format_engine_move(action, value, seconds, session.game.size)
+
+    def _set_clock(self, color: int) -> None:
+        """Set the budget's clock of ``color`` from the game's: its main time, less what its moves
+        took, plus an increment for each (nothing without a clock in the game or a budget)."""
+        if self.budget is None or self.game_clock is None:
+            return
+        main, increment = self.game_clock
+        if self.budget.clocks is None or self.budget.clocks[color].increment != increment:
+            self.budget.set_clocks(GameClock(main=main, increment=increment))
+        used = self._used[color]
+        self.budget.clocks[color].set_left(main - sum(used) + increment * len(used))
 
     def _ping(self, text: str) -> list[str]:
         return [f"pong {_integer(text, 'ping N')}"]
