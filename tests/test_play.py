@@ -308,7 +308,7 @@ def test_play_options_name_the_solve_depth_of_checkpoints_and_specs():
         return agent_options.build(play.build_parser().parse_args(list(options))).name
 
     solved = f"solve={PLAYING_SOLVE_DEPTH[6]},solver=c"
-    assert name("--checkpoint=builtin:6x6") == f"network, {PLAYING_SIMULATIONS} sims,{solved}"
+    assert name("--checkpoint=builtin:6x6") == f"network, {PLAYING_SIMULATIONS} sims,{solved},proof"  # + the proof
     assert name("--checkpoint=builtin:6x6", "--no-solve") == f"network, {PLAYING_SIMULATIONS} sims"
     assert name("--agent=greedy", "--size=8") == f"greedy,solve={PLAYING_SOLVE_DEPTH[8]},solver=c"
     assert name("--agent=greedy", "--solve=7") == "greedy,solve=7,solver=c"

@@ -89,6 +89,7 @@ def test_play_command_with_the_builtin_network(tmp_path):
     record = re.search(r"^record: (\S+)$", result.stdout, re.M).group(1)
     final, _ = play_transcript(record, Othello(6))
     assert bool(final.terminal)
-    assert "black (network, 8 sims,solve=19,solver=c) plays" in result.stdout  # the endgame solved by default
+    assert "black (network, 8 sims,solve=22,solver=c,proof) plays" in result.stdout  # the endgame solved by default
+    assert "proved: white wins by 4 (the move follows the shipped proof)" in result.stdout  # the opening proved
     assert "after 8 simulations" in result.stdout
     assert "perfect play: the exact endgame solver chose this move" in result.stdout

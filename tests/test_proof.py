@@ -114,3 +114,46 @@ def test_the_shipped_6x6_proof_verifies():
     assert proof.size == 6 and proof.value == -4  # white wins 6x6 by 4 discs (16-20)
     report = verify(proof)
     assert report.value == -4 and report.leaves == sum(r.leaf for r in proof.records.values()) or report.leaves > 0
+
+
+def _shipped_or_skip():
+    if not proof_file.DEFAULT_PATH.is_file():
+        pytest.skip("no shipped proof")
+    return proof_file.read()
+
+
+def test_the_proof_player_keeps_the_proved_result_against_any_replies():
+    """From the start, as black and as white, against random replies: the proof plays the
+    opening, the exact solver the last 22 empties, and the result is never below the proof's."""
+    import jax
+
+    from othello_jax.agents import random_agent, with_exact_endgame
+    from othello_jax.agents.proof_player import proof_move, state_verdict, with_proof
+    from othello_jax.game import Othello
+    from othello_jax.solver.host import bitboards_from_u64
+
+    proof = _shipped_or_skip()
+    game, rules = Othello(6), Rules(6)
+    start = rules.start()
+    square, bound = proof_move(proof, rules, *start)
+    assert square in rules.moves(start) and bound == -4
+    assert state_verdict(game.init(), game) == "proved: white wins by 4"
+    player = with_proof(with_exact_endgame(random_agent(game), game, 22, "c"), game, exact_from=22)
+    opponent = random_agent(game)
+    key = jax.random.PRNGKey(0)
+    for colour in (0, 1):
+        position, turn = start, 0
+        while True:
+            settled = rules.settle(position)
+            if settled.final is not None:
+                break
+            if settled.sign < 0:
+                position, turn = settled.position, 1 - turn
+            state = game.from_discs(bitboards_from_u64([position[0]]), bitboards_from_u64([position[1]]), turn)
+            agent = player if turn == colour else opponent
+            key, sub = jax.random.split(key)
+            action = int(np.asarray(agent.act(state, sub))[0])
+            assert action < 36, "a pass when the mover has a move"
+            position, turn = rules.play(position, (action // 6) * 8 + action % 6), 1 - turn
+        final = rules.final_score(position) * (1 if turn == colour else -1)  # the proof player's view
+        assert final >= (-4 if colour == 0 else 4), (colour, final)

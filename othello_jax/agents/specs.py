@@ -17,6 +17,7 @@ from othello_jax.agents.endgame import with_exact_endgame
 from othello_jax.agents.gtp import gtp_agent
 from othello_jax.agents.neural import checkpoint_agent, untrained_agent
 from othello_jax.agents.perfect import perfect_agent
+from othello_jax.agents.proof_player import with_proof
 from othello_jax.game import Othello
 
 
@@ -77,7 +78,7 @@ _KINDS: dict[str, tuple[dict[str, Callable[[str, str], Any]], str | None, Callab
     "gtp": ({"cmd": _STR, "timeout": _as_float}, "cmd", lambda game, **o: _gtp_from_options(game, **o)),
     "perfect": ({"cache": _STR}, "cache", lambda game, cache=None: perfect_agent(game, cache)),
 }
-_COMMON = {"solve": _as_int, "solver": _STR, "name": _STR}
+_COMMON = {"solve": _as_int, "solver": _STR, "name": _STR, "proof": _STR}
 # (kind, option) -> why it went: a spec naming one fails with that reason
 _RETIRED_OPTIONS = {("net", "reuse"): "subtree reuse gave no gain at equal time (experiments/RESULTS.md, "
                                       "'subtree reuse')"}
@@ -119,7 +120,9 @@ def parse_agent(spec: str, game: Othello) -> Agent:
     (``alphabeta:4``, ``mcts:200``, ``net:runs/o8``). Every kind also takes ``solve=E`` (exact
     endgame play with at most E empties; ``solver=auto|c|jax`` picks the solver, the C one by
     default, see
-    :func:`with_exact_endgame`) and ``name=TEXT`` (the name in result tables).
+    :func:`with_exact_endgame`), ``proof=1`` (6x6: the shipped proof plays the positions it
+    covers, see :mod:`othello_jax.agents.proof_player`; ``proof=FILE`` another proof file) and
+    ``name=TEXT`` (the name in result tables).
     Raises :class:`AgentSpecError` with a one-line message on a bad spec.
 
     Specs without outside state (all but checkpoints and engines) are built once per board
@@ -164,11 +167,14 @@ def _build(spec: str, kind: str, option_items: tuple, game: Othello) -> Agent:
     solve = options.pop("solve", None)
     solver = options.pop("solver", None)
     name = options.pop("name", None)
+    proof = options.pop("proof", None)
     if solver is not None and solve is None:
         raise AgentSpecError("option solver=... only goes with solve=E")
     agent = _KINDS[kind][2](game, **options)
     if solve is not None:
         agent = with_exact_endgame(agent, game, solve, solver)
+    if proof is not None and proof != "0":
+        agent = with_proof(agent, game, None if proof == "1" else proof, exact_from=solve or 0)
     if name is not None:
         agent = renamed(agent, name)
     elif kind in ("net", "gtp"):

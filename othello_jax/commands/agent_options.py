@@ -35,7 +35,11 @@ PLAYING_SIMULATIONS = 256
 # random-play and greedy-play positions: 6x6 worst 0.38 s at 19 empties (52 positions), 1.68 s at
 # 20 (52), 3.2 s at 21 (12); 8x8 worst 0.96 s at 18 (52), 1.47 s at 19 (12). 4x4: the whole game
 # (12 empties), milliseconds.
-PLAYING_SOLVE_DEPTH = {4: 16, 6: 19, 8: 18}
+# 6x6 again with the faster solver (issue 66), 2026-12-02, `--size=6 --empties=20-24 --count=20
+# --seed=1`, a loaded machine: worst 0.17 s at 20, 0.34 s at 21, 0.93 s at 22, 1.29 s at 23, 2.1 s
+# at 24 empties (CPU s). 22 it is: 10-ply openings of 6x6 are solved from their first move.
+PLAYING_SOLVE_DEPTH = {4: 16, 6: 22, 8: 18}
+PROOF_SIZE = 6  # the board of the shipped proof (othello-jax solve-6x6), which networks' players follow
 
 
 class AgentOptionError(InputError):
@@ -124,7 +128,8 @@ def endgame_depth(size: int, solve: int | None = None) -> int:
     return PLAYING_SOLVE_DEPTH.get(size, 0) if solve is None else solve
 
 
-def with_endgame_solve(player: Player, solve: int | None = None, spec: str | None = None) -> Player:
+def with_endgame_solve(player: Player, solve: int | None = None, spec: str | None = None,
+                       proof: bool = False) -> Player:
     """The player with exact endgames, as Edax and Egaroucid play: positions with at most
     ``solve`` empty squares are played by the solver.
 
@@ -135,6 +140,10 @@ def with_endgame_solve(player: Player, solve: int | None = None, spec: str | Non
     giving ``solve=E`` itself keeps it; ``perfect`` and ``gtp`` agents play their own endgames
     and stay as they are unless ``solve`` is given. The commentary says when the solver chose
     the move (the search's analysis is then dropped: its move was not played).
+
+    ``proof`` (a network's player): on 6x6 the shipped proof plays the positions it covers above
+    the solver's depth (:mod:`othello_jax.agents.proof_player`), so from the start the player
+    never lets its proved result fall; the commentary then says what is proved.
     """
     import jax
     import numpy as np
@@ -165,26 +174,38 @@ def with_endgame_solve(player: Player, solve: int | None = None, spec: str | Non
         backend = "auto"  # an explicit depth: the JAX solver, slower but exact
 
     solved = [False]  # whether the solver chose the agent's last move (for the commentary)
+    proved: list[str | None] = [None]  # what the proof says after the agent's last move, if it chose it
 
     @functools.cache
     def make_agent(game: Othello) -> Agent:
+        from othello_jax.agents.proof_player import proof_chooses, state_verdict, with_proof
+
         depth = endgame_depth(game.size, solve)
         try:
             agent = with_exact_endgame(player.make_agent(game), game, depth, backend)
+            use_proof = proof and game.size == PROOF_SIZE and depth > 0
+            if use_proof:
+                agent = with_proof(agent, game, exact_from=depth)
         except InputError as error:
             raise AgentOptionError(str(error)) from None
 
         def act(states: State, key: jax.Array) -> np.ndarray:
-            actions = agent.act(states, key)
             live = ~np.asarray(states.terminal)
+            proved[0] = None
+            if use_proof and live.sum() == 1 and np.all(empties_on_host(states, game)[live] > depth):
+                one = jax.tree.map(lambda x: np.asarray(x)[live][0], states)
+                proved[0] = state_verdict(one, game) if proof_chooses(one, game) else None
+            actions = agent.act(states, key)
             solved[0] = bool(live.any() and np.all(empties_on_host(states, game)[live] <= depth))
-            if solved[0] and player.analyzer is not None:
+            if (solved[0] or proved[0]) and player.analyzer is not None:
                 player.analyzer.last_move = None  # the search ran, but its move was not played
             return actions
 
         return dataclasses.replace(agent, act=act)
 
     def commentary(agent: Agent) -> str:
+        if proved[0]:
+            return f"{proved[0]} (the move follows the shipped proof)"
         if solved[0]:
             return "perfect play: the exact endgame solver chose this move"
         return player.commentary(agent) if player.commentary is not None else ""
@@ -209,5 +230,5 @@ def build(args: argparse.Namespace) -> Player:
         player = checkpoint_player(args.checkpoint, args.sims, args.search)
         if args.size and args.size != player.size:
             raise AgentOptionError(f"the checkpoint plays {player.size}x{player.size}, not --size={args.size}")
-        return with_endgame_solve(player, solve)
+        return with_endgame_solve(player, solve, proof=True)
     return with_endgame_solve(spec_player(spec, args.size or 8), solve, spec)

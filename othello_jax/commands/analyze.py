@@ -53,4 +53,9 @@ def main(argv: list[str]) -> int:
         analysis = analyzer.analyze(session.state, jax.random.PRNGKey(args.seed))
     print(f"{color_name(session.to_move)} to move; {player.name}")
     print(format_analysis(analysis, top=args.top))
+    from othello_jax.agents.proof_player import state_verdict
+
+    proved = state_verdict(session.state, session.game)
+    if proved:
+        print(f"{proved} (the shipped proof; `othello-jax verify-proof` checks it)")
     return 0

@@ -148,7 +148,12 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     game = session.game
     hint = None
     if player.analyzer is not None:
-        hint = lambda session: format_analysis(player.analyzer.analyze(session.state, jax.random.PRNGKey(args.seed)))
+        from othello_jax.agents.proof_player import state_verdict
+
+        def hint(session: GameSession) -> str:
+            text = format_analysis(player.analyzer.analyze(session.state, jax.random.PRNGKey(args.seed)))
+            proved = state_verdict(session.state, session.game)
+            return text + (f"\n{proved}" if proved else "")
     agent = player.make_agent(game)
     try:
         play_game(session, agent, 0 if color[0] == "b" else 1, jax.random.PRNGKey(args.seed),

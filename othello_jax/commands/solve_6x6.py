@@ -38,6 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--size", type=int, default=6, choices=(4, 6), help="board size (default 6)")
     parser.add_argument("--pivots", help="the two pivots' empty squares, e.g. 24,18 (default 24,18 on 6x6, "
                                          "10,6 on 4x4)")
+    parser.add_argument("--target", type=int, default=None,
+                        help="the value to prove first, for black (default: the predictions' minimax at the first "
+                             "pivot; the paper proved its draw hypothesis). Where the solves refute it, the search "
+                             "moves on to the predictions' value within what is proved")
     parser.add_argument("--out", default="", help="the proof file to write (default proof{size}.npz here)")
     parser.add_argument("--state", default="", help="the search's state file, for resuming "
                                                     "(default: beside --out, .state.npz)")
@@ -83,11 +87,11 @@ def main(argv: list[str]) -> int:
     say(f"predictor {scores.name}: discs = {scores.slope:.3g} x score {scores.intercept:+.2f} "
         f"(rms {scores.rms:.1f} discs on the 6x6 test set)")
     try:
-        search = ProofSearch(args.size, pivot1, pivot2, scores.predict, state, say)
+        search = ProofSearch(args.size, pivot1, pivot2, scores.predict, state, say, target=args.target)
         result = search.run()
     except StateMismatch as error:
         return fail(str(error))
-    meta = dict(predictor=scores.name, pivots=[pivot1, pivot2], stats=result.stats.__dict__,
+    meta = dict(predictor=scores.name, pivots=[pivot1, pivot2], stats=result.stats.__dict__, target=args.target,
                 command="othello-jax solve-6x6 " + " ".join(argv))
     proof_file.write(out, args.size, result.value, result.records, meta)
     leaves = sum(1 for r in result.records if r["leaf"])
@@ -97,7 +101,8 @@ def main(argv: list[str]) -> int:
                    enumerated=stats.pivot1_positions, selected_first=stats.first_selection,
                    pivot1_in_proof=pivot_in_proof, solved=stats.solves, refuted=stats.refuted,
                    proof_positions=len(result.records), proof_leaves=leaves, solver_nodes=stats.solver_nodes,
-                   rounds=stats.rounds, wall_seconds=round(stats.wall_seconds, 1), out=str(out))
+                   rounds=stats.rounds, wall_seconds=round(stats.wall_seconds, 1),
+                   cpu_seconds=round(stats.cpu_seconds, 1), out=str(out))
     if args.json:
         print_json(summary)
         return 0
@@ -107,6 +112,7 @@ def main(argv: list[str]) -> int:
     print(f"predictor {scores.name}: {stats.pivot1_positions:,} positions at {pivot1} empties, "
           f"{stats.first_selection:,} selected by Algorithm 1, {pivot_in_proof:,} in the final proof; "
           f"{stats.solves:,} solves at {pivot2} empties ({stats.refuted:,} predictions refuted), "
-          f"{stats.solver_nodes / 1e6:,.1f}M solver nodes, {stats.rounds} rounds, {stats.wall_seconds:.0f} s in all")
+          f"{stats.solver_nodes / 1e6:,.1f}M solver nodes, {stats.rounds} rounds, {stats.wall_seconds:.0f} s in all "
+          f"({stats.cpu_seconds:.0f} s of CPU)")
     print(PAPER)
     return 0

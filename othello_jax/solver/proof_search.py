@@ -70,6 +70,7 @@ class SearchStats:
     solve_seconds: float = 0.0
     predict_seconds: float = 0.0
     wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0  # this process's CPU time (the machine may be shared: wall time is not the cost)
 
 
 @dataclass
@@ -83,7 +84,8 @@ class ProofSearch:
     """The proof of the start position's value on a ``size`` board (see the module's text)."""
 
     def __init__(self, size: int, pivot1: int, pivot2: int, predictor: Predictor, state_path: Path | None = None,
-                 say: Callable[[str], None] | None = None, solver: c_solver.CSolver | None = None):
+                 say: Callable[[str], None] | None = None, solver: c_solver.CSolver | None = None,
+                 target: int | None = None):
         if not 0 <= pivot2 <= pivot1 <= size * size - 4:
             raise ValueError(f"pivots must satisfy 0 <= pivot2 <= pivot1 <= {size * size - 4}, "
                              f"got {pivot1} and {pivot2}")
@@ -103,9 +105,12 @@ class ProofSearch:
         self.target: int | None = None  # the root's value being proved (settled root's view)
         self.stats = SearchStats()
         self._started = time.monotonic()
+        self._cpu_started = time.process_time()
         settled = self.rules.settle(self.rules.start())
         self.root_sign = settled.sign
         self.root = self._add(settled.position, settled.final)
+        if target is not None:  # a hypothesis given (black's view), as the paper's draw was
+            self.target = target * self.root_sign
 
     # ---- the tree ------------------------------------------------------------------------
     def _add(self, position: Position, final: int | None) -> Position:
@@ -360,15 +365,16 @@ class ProofSearch:
                     self.say(f"  {i + 1:,}/{len(chosen):,} hypotheses settled ({self.stats.pivot_refuted - refuted} "
                              f"refuted), {self.stats.solves:,} solves, ETA for this round "
                              f"{rate * (len(chosen) - i - 1):.0f} s")
-                if self.stats.pivot_refuted > refuted:
-                    break  # a wrong prediction: select again with what the solve proved (Algorithm 6)
+                if self.stats.pivot_refuted - refuted > len(chosen) // 20:
+                    break  # wrong predictions: select again with what the solves proved (Algorithm 6)
             self.say(f"  {self.stats.solves:,} solves ({self.stats.refuted:,} refuted) so far, "
                      f"{self.stats.solver_nodes / 1e6:,.0f}M solver nodes")
             self._save()
         value = self._root_view(self._interval(self.root, {})[0])
         self.stats.tree_nodes = len(self.empties)
         self.stats.wall_seconds += time.monotonic() - self._started
-        self._started = time.monotonic()
+        self.stats.cpu_seconds += time.process_time() - self._cpu_started
+        self._started, self._cpu_started = time.monotonic(), time.process_time()
         self._save()
         return ProofResult(value, self.stats, self.records())
 
@@ -424,6 +430,7 @@ class ProofSearch:
         pred = list(self.pred.items())
         stats = dict(self.stats.__dict__)
         stats["wall_seconds"] += time.monotonic() - self._started
+        stats["cpu_seconds"] += time.process_time() - self._cpu_started
         meta = dict(format=STATE_FORMAT, size=self.size, pivot1=self.pivot1, pivot2=self.pivot2, stats=stats,
                     target=self.target)
         tmp = self.state_path.with_name(self.state_path.name + ".tmp.npz")
@@ -458,7 +465,7 @@ class ProofSearch:
                 self._expand(key)  # children of an expanded node are predicted (kept in pred)
                 self.expanded.append(key)
             self.stats = SearchStats(**meta["stats"])
-            self.target = meta.get("target")
+            self.target = meta.get("target", self.target)
         return True
 
 
