@@ -112,11 +112,12 @@ class Lineup:
                 for name in self.engines]
 
     def prepare(self, table: GameTable) -> None:
-        """Compile the networks' clocked searches on the table's workers now, while the page is drawn."""
+        """Compile the networks' clocked searches now, one after another on a thread of their own
+        (the games' workers stay free for engines that compile nothing), while the page is drawn."""
         for name in self.networks:
             timed = self.engine(name).timed
             if timed is not None:
-                table.pool.submit(_prepared_in_background, table, timed)
+                table.preparer.submit(_prepared_in_background, table, timed, name)
 
 
 @dataclasses.dataclass
@@ -445,13 +446,7 @@ class WebGame:
                     generation: int) -> tuple[int, PositionAnalysis | None]:
         """An engine's move by the clock: (the action, the search behind it, if one ran)."""
         timed, game = engine.timed, snapshot.game
-        waiting = contextlib.nullcontext()
-        if not self.table.prepared(timed):  # the first search compiles: say so, and how long it takes
-            notice = compiling(f"the search for {game.size}x{game.size}", key=("timed", engine.name))
-            waiting = say_while(notice.reworded(f"preparing the search: {notice}"), self._say(generation), None)
-        with waiting:
-            timed.prepare()
-        self.table.prepared(timed, mark=True)
+        self.table.prepare_timed(timed, engine.name, self._say(generation))
         move = timed.move(snapshot.state, key, self.seconds)
         if move.result is None:
             return move.action, None
@@ -527,13 +522,11 @@ class WebGame:
             self.evals.setdefault(ply, point)
 
 
-def _prepared_in_background(table: GameTable, timed: Any) -> None:
+def _prepared_in_background(table: GameTable, timed: Any, name: str) -> None:
     try:
-        timed.prepare()
+        table.prepare_timed(timed, name)
     except Exception:  # the first move says it again, in its game
         traceback.print_exc(file=sys.stderr)
-        return
-    table.prepared(timed, mark=True)
 
 
 def _from_board(text: str) -> GameSession:
@@ -589,12 +582,14 @@ class GameTable:
     def __init__(self, lineup: Lineup, workers: int = 2, watch_pause_s: float = WATCH_PAUSE_S):
         self.lineup = lineup
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="othello-search")
+        self.preparer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="othello-prepare")
         self.watch_pause_s = watch_pause_s
         self.games: OrderedDict[str, WebGame] = OrderedDict()
         self._lock = threading.Lock()
         self._engine_locks: dict[int, threading.Lock] = {}
         self._solver_lock = threading.Lock()
-        self._prepared: set[int] = set()
+        self._prepared: set[int] = set()  # ids of the searches compiled (analyzers, clocked searches)
+        self._notices: dict[int, str] = {}  # a clocked search's compile notice, once one compiles it
         self._ids = itertools.count(1)
 
     def create(self) -> WebGame:
@@ -617,6 +612,29 @@ class GameTable:
         """One search at a time per engine: its analyzer keeps the last move's analysis."""
         with self._lock:
             return self._engine_locks.setdefault(id(engine), threading.Lock())
+
+    def prepare_timed(self, timed: Any, name: str, say: Callable[[str], None] | None = None) -> None:
+        """Compile the clocked search of the engine ``name`` once: the first to ask (a game's
+        first move, or the background at start) compiles it under the compile notice, which
+        ``say`` shows ("preparing the search: compiling the search for 8x8 (about 40 s ...)");
+        who asks meanwhile is shown that notice and waits."""
+        with self._lock:
+            if id(timed) in self._prepared:
+                return
+            notice = self._notices.get(id(timed))
+            first = notice is None
+            if first:
+                size = timed.game.size
+                notice = compiling(f"the search for {size}x{size}", key=("timed", name))
+                notice = self._notices[id(timed)] = notice.reworded(f"preparing the search: {notice}")
+        if first:
+            with say_while(notice, say or (lambda line: None), None):
+                timed.prepare()
+        else:
+            if say is not None:
+                say(str(notice))
+            timed.prepare()  # waits for the compile under way (the search's own lock)
+        self.prepared(timed, mark=True)
 
     def prepared(self, analyzer: Analyzer, mark: bool = False) -> bool:
         with self._lock:
@@ -649,4 +667,5 @@ class GameTable:
         return {int(a): int(values[a]) for a in np.flatnonzero(values != NO_VALUE) if a < session.game.num_squares}
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self.pool, self.preparer):
+            pool.shutdown(wait=False, cancel_futures=True)
