@@ -587,7 +587,6 @@ class GameTable:
         self.games: OrderedDict[str, WebGame] = OrderedDict()
         self._lock = threading.Lock()
         self._engine_locks: dict[int, threading.Lock] = {}
-        self._solver_lock = threading.Lock()
         self._prepared: set[int] = set()  # ids of the searches compiled (analyzers, clocked searches)
         self._notices: dict[int, str] = {}  # a clocked search's compile notice, once one compiles it
         self._ids = itertools.count(1)
@@ -651,8 +650,7 @@ class GameTable:
         """The position's exact value as a graph point (black's view) once the solver reaches it."""
         if not self.solvable(session):
             return None
-        with self._solver_lock:
-            score = solve(session.state, session.game, "c").score
+        score = solve(session.state, session.game, "c").score  # each thread has its own C solver
         black = score if session.to_move == 0 else -score
         return {"value": float(np.sign(black)), "text": "exact: " + _exact_words(black, 0), "exact": True}
 
@@ -662,8 +660,7 @@ class GameTable:
             return None
         from othello_jax.game import batch_of_one
 
-        with self._solver_lock:
-            values = move_values(batch_of_one(session.state), session.game, "c")[0]
+        values = move_values(batch_of_one(session.state), session.game, "c")[0]
         return {int(a): int(values[a]) for a in np.flatnonzero(values != NO_VALUE) if a < session.game.num_squares}
 
     def close(self) -> None:
