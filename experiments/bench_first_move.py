@@ -12,7 +12,8 @@ before/after; the medians are printed side by side. --counts adds what jax compi
 (programs and seconds, from JAX_LOG_COMPILES), which a shared machine does not blur. --phases
 says where the seconds to the first move went, side by side: Python's start, imports, reading the
 network, the rest of the setup, then within the first move jax's tracing, lowering to MLIR, XLA
-compiling, persistent-cache reads, and the rest (running the search; the solver); it runs each
+compiling, persistent-cache reads, and the rest (running the search; the solver), then what came
+after (playing the move on the board, printing it); it runs each
 command under a small profiler (:data:`PROFILER`: jax's monitoring events and two timed calls).
 
     python -m experiments.bench_first_move --runs=3
@@ -85,8 +86,7 @@ def first_move(self, *args, **kwargs):
     reads = took.get("/jax/compilation_cache/cache_retrieval_time_sec", 0.0)
     phases["cache reads"] = reads
     phases["compiling"] = max(0.0, took.get("/jax/core/compile/backend_compile_duration", 0.0) - reads)
-    sys.stderr.write("{}" + json.dumps(phases) + "
-")
+    sys.stderr.write("@MARK@" + json.dumps(phases) + chr(10))
     sys.stderr.flush()
     return result
 session.GameSession.agent_move = first_move
@@ -94,7 +94,7 @@ sys.argv = ["othello-jax"] + sys.argv[1:]
 sys.exit(othello_jax.cli.main(sys.argv[1:]))
 """.replace("@MARK@", PHASES_MARK)
 PHASES = ("python start", "imports", "read network", "setup", "tracing", "lowering", "compiling", "cache reads",
-          "rest of the move")
+          "rest of the move", "after the move")
 
 
 class Run(NamedTuple):
@@ -191,6 +191,8 @@ def read_phases(log: str, seconds: float | None) -> dict | None:
     phases = json.loads(line[len(PHASES_MARK):])
     inside = sum(phases.get(name, 0.0) for name in ("tracing", "lowering", "compiling", "cache reads"))
     phases["rest of the move"] = phases.get("first move", 0.0) - inside
+    before = sum(phases.get(name, 0.0) for name in ("python start", "imports", "read network", "setup", "first move"))
+    phases["after the move"] = seconds - before  # playing it on the board, its line reaching the reader
     return phases
 
 

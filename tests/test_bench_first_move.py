@@ -90,3 +90,16 @@ def test_a_missing_cli_or_no_runs_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"bench_first_move: no othello-jax executable at {tmp_path / 'nothing'}"
     assert bench_first_move.main(["--cli", sys.executable, "--runs", "0"]) == 2
     assert "--runs must be at least 1" in capsys.readouterr().err
+
+
+def test_the_phases_come_from_the_profilers_line_and_add_up():
+    import ast
+
+    ast.parse(bench_first_move.PROFILER)  # the source the profiled runs start with
+    seen = {"python start": 0.1, "imports": 2.0, "read network": 0.3, "setup": 0.6, "first move": 5.0,
+            "tracing": 1.0, "lowering": 0.5, "compiling": 2.5, "cache reads": 0.0}
+    log = "noise\n" + bench_first_move.PHASES_MARK + json.dumps(seen) + "\nmore noise\n"
+    phases = bench_first_move.read_phases(log, 10.0)
+    assert abs(phases["rest of the move"] - 1.0) < 1e-9 and abs(phases["after the move"] - 2.0) < 1e-9
+    assert bench_first_move.read_phases("no profile here", 10.0) is None
+    assert bench_first_move.read_phases(log, None) is None

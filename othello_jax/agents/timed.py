@@ -9,7 +9,9 @@ GTP and NBoard engines with a game clock, and the web page::
     move.action, move.seconds, move.simulations, move.source   # "only move" | "solver" | "search"
     summarize(move.result, 0, game)           # othello_jax.evaluation.analysis: what it thought
 
-A move with a single legal choice (a pass included) is answered at once. Positions within the
+A move with a single legal choice (a pass included) is answered at once; so is a position of the
+opening book while the search is still being compiled (``book``, :meth:`TimedSearch.prepare_in_background`:
+a first reply needs no compile). Positions within the
 endgame solver's reach are solved (the solver's time is the move's time; with little time the
 solver is given fewer empties, :func:`solve_depth`). Otherwise the search runs in chunks of
 simulations (:class:`~othello_jax.search.chunked.ChunkedSearch`, compiled once) until the time is
@@ -32,6 +34,7 @@ import ml_collections
 import numpy as np
 
 from othello_jax.agents.base import Agent
+from othello_jax.agents.opening_book import BookMove, OpeningBook
 from othello_jax.agents.time_control import MoveBudget
 from othello_jax.game import Othello, State, batch_of_one
 from othello_jax.search import SearchResult
@@ -48,8 +51,9 @@ class TimedMove(NamedTuple):
 
     action: the legal action (pass included); seconds: wall seconds the choice took (the
     solver's included); simulations: the search's (0 when none ran); source: ``"only move"``,
-    ``"solver"`` or ``"search"``; result: the search behind the move (a batch of one; None
-    without a search), e.g. for ``othello_jax.evaluation.analysis.summarize(result, 0, game)``.
+    ``"solver"``, ``"book"`` or ``"search"``; result: the search behind the move (a batch of one;
+    None without a search), e.g. for ``othello_jax.evaluation.analysis.summarize(result, 0, game)``;
+    games: a book move's expert games.
     """
 
     action: int
@@ -57,6 +61,7 @@ class TimedMove(NamedTuple):
     simulations: int
     source: str
     result: SearchResult | None = None
+    games: int = 0
 
 
 def legal_actions_on_host(state: State, game: Othello) -> list[int]:
@@ -84,33 +89,53 @@ class TimedSearch:
 
     ``solve_empties``: positions with at most this many empty squares are solved exactly
     (``solver``: ``"c"`` or ``"auto"``; 0: never); ``chunk``, ``capacity``: simulations per
-    compiled chunk and at most per move; ``clock``: seconds (a fake one in tests).
+    compiled chunk and at most per move; ``clock``: seconds (a fake one in tests); ``book``: an
+    opening book answering while the search is not compiled yet (:meth:`prepare_in_background`),
+    so a first reply takes no compile.
     """
 
     def __init__(self, game: Othello, apply_fn: Callable, variables: Any, config: ml_collections.ConfigDict,
                  value_margin: float = 0.0, solve_empties: int = 0, solver: str = "c", chunk: int = CHUNK,
-                 capacity: int = CAPACITY, clock: Callable[[], float] = time.perf_counter):
+                 capacity: int = CAPACITY, clock: Callable[[], float] = time.perf_counter,
+                 book: OpeningBook | None = None):
         self.game, self.variables, self.value_margin = game, variables, value_margin
         self.solve_empties, self.solver, self.clock = int(solve_empties), solver, clock
         self.search = ChunkedSearch(config, apply_fn, game, value_margin, chunk, capacity)
         self.chunk_seconds: float | None = None  # a chunk's seconds, averaged over the moves so far
         self.finish_seconds = 0.0  # reading the answer from the tree (the last move's)
         self.last_move: TimedMove | None = None
-        self._lock = threading.RLock()  # one search at a time (a web server's threads share one)
-        self._prepared = False
+        self.book = book
+        self.ready = False  # whether the search's programs are compiled
+        self._lock = threading.RLock()  # one move at a time (a web server's threads share one search)
+        self._compiling = threading.Lock()
 
     def prepare(self) -> None:
-        """Compile the search's programs (a one-chunk search of the start position), once. The
-        first move does it if nobody did; its time then starts after (a web server can call this
-        in the background at start)."""
-        with self._lock:
-            if self._prepared:
+        """Compile the search's programs (a one-chunk search of the start position), once; a
+        second caller waits for the first. The first search does it if nobody did; its time then
+        starts after."""
+        with self._compiling:
+            if self.ready:
                 return
             search = self.search
             carry = search.start(self.variables, batch_of_one(self.game.init()), jax.random.PRNGKey(0))
             carry = search.advance(self.variables, carry, jnp.asarray(search.schedule(0)))
             jax.block_until_ready(search.finish(carry))
-            self._prepared = True
+            self.ready = True
+
+    def prepare_in_background(self) -> threading.Thread:
+        """:meth:`prepare` in a thread, started now (a player's start: the first moves come from
+        the book meanwhile, and a person's thinking time is not lost). Not a daemon: a process
+        that ends while it compiles waits for it (the program is then cached for the next start);
+        a compiler thread killed at exit aborts the process."""
+        thread = threading.Thread(target=self._prepare_quietly, name="compile the search", daemon=False)
+        thread.start()
+        return thread
+
+    def _prepare_quietly(self) -> None:
+        try:
+            self.prepare()
+        except Exception:  # the first move's own prepare() raises it again, where it is reported
+            pass
 
     def move(self, state: State, key: jax.Array, seconds: float | None = None,
              simulations: int | None = None) -> TimedMove:
@@ -128,6 +153,8 @@ class TimedSearch:
             elif depth and int(empties_on_host(state, self.game)) <= depth:
                 action = solve(state, self.game, self.solver).action
                 move = TimedMove(int(action), self.clock() - begin, 0, "solver")
+            elif not self.ready and (book := self._book_move(state)) is not None:
+                move = TimedMove(book.action, self.clock() - begin, 0, "book", games=book.games)
             else:
                 self.prepare()
                 start = self.clock()  # the time starts once the search is compiled
@@ -136,6 +163,11 @@ class TimedSearch:
                 move = TimedMove(int(np.asarray(result.action)[0]), self.clock() - begin, done, "search", result)
             self.last_move = move
             return move
+
+    def _book_move(self, state: State) -> BookMove | None:
+        """The book's move where it has one (and it is legal)."""
+        found = None if self.book is None else self.book.move(state, self.game)
+        return found if found is not None and found.action in legal_actions_on_host(state, self.game) else None
 
     def _searched(self, states: State, key: jax.Array, deadline: float,
                   simulations: int | None) -> tuple[SearchResult, int]:

@@ -5,6 +5,7 @@ network player that honours them (a search in chunks of simulations until its ti
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 from typing import TYPE_CHECKING
@@ -58,6 +59,8 @@ def wants_clock(args: argparse.Namespace) -> bool:
 def build(args: argparse.Namespace, budget: MoveBudget, timed: bool) -> Player:
     """The player of ``args`` (:func:`othello_jax.commands.agent_options.build`); a network's
     (--checkpoint) plays on ``budget`` when ``timed`` or when the options give a clock."""
+    if getattr(args, "agent", None) and args.checkpoint:
+        raise AgentOptionError("give exactly one of --checkpoint=PATH or --agent=SPEC")
     if wants_clock(args) and not args.checkpoint:
         raise AgentOptionError("--seconds and --clock need a network (--checkpoint); an agent spec plays at its "
                                "own strength")
@@ -80,16 +83,22 @@ def describe(budget: MoveBudget) -> str:
 
 
 def timed_player(checkpoint: str, budget: MoveBudget, sims: int = agent_options.PLAYING_SIMULATIONS,
-                 variant: str = "gumbel", solve: int | None = None) -> Player:
+                 variant: str = "gumbel", solve: int | None = None, background: bool = True) -> Player:
     """A trained network whose moves follow ``budget`` (seconds, a game clock, or ``sims``
     simulations while none is set), solving the last ``solve`` empties exactly (None: the board's
     default with the C solver when it builds; 0: never). Its analyzer (hints) and commentary are
-    those of the fixed-simulation player."""
+    those of the fixed-simulation player.
+
+    With ``background`` its search starts compiling now, in a thread, and until it is ready the
+    8x8 opening book (WThor's most played moves, :mod:`othello_jax.agents.opening_book`) answers
+    the positions it knows: a first reply from the start takes no compile."""
+    import jax
     import numpy as np
 
     from othello_jax.agents import playing_search_config
     from othello_jax.agents.base import Agent
     from othello_jax.agents.neural import load_network, network_apply_fn
+    from othello_jax.agents.opening_book import shipped_book
     from othello_jax.agents.timed import TimedSearch
     from othello_jax.evaluation.analysis import Analyzer, format_search_line, summarize
     from othello_jax.solver import c_solver
@@ -105,9 +114,15 @@ def timed_player(checkpoint: str, budget: MoveBudget, sims: int = agent_options.
     native = c_solver.available()
     depth = 0 if solve == 0 or (solve is None and not native) else agent_options.endgame_depth(game.size, solve)
     timed = TimedSearch(game, apply_fn, variables, config, network.value_margin, solve_empties=depth,
-                        solver="c" if native else "auto")
+                        solver="c" if native else "auto", book=shipped_book() if background else None)
+    if background:
+        from othello_jax.interface.session import GameSession
+
+        board = GameSession(game)  # the board's small programs first: beside the search's compile they wait long
+        board.play(board.legal_actions()[0])
+        timed.prepare_in_background()
     analyzer = Analyzer(game, apply_fn, variables, config, network.value_margin)
-    name = f"network, {describe(budget)}" + (f", solve={depth}" if depth else "")
+    name = f"network, {describe(budget)}" + (f",solve={depth}" + (",solver=c" if native else "") if depth else "")
     inner = timed.agent(budget, name)
 
     def act(states, key) -> np.ndarray:
@@ -117,7 +132,18 @@ def timed_player(checkpoint: str, budget: MoveBudget, sims: int = agent_options.
         analyzer.last_move = summarize(move.result, 0, game, network.value_margin) if searched else None
         return actions
 
-    agent = Agent(name=name, act=act, jittable=False)
+    searching = Agent(name=name, act=act, jittable=False)
+    proved = _with_proof(searching, game, depth)  # 6x6: the shipped proof's moves where it has them
+
+    verdict: list[str | None] = [None]  # what the proof says of the position the last move was chosen in
+
+    def first_act(states, key) -> np.ndarray:
+        timed.last_move = analyzer.last_move = None  # set again unless the proof chose
+        if proved is not searching and int(np.asarray(states.terminal).shape[0]) == 1:
+            verdict[0] = _proof_verdict(jax.tree.map(lambda x: np.asarray(x)[0], states), game)
+        return proved.act(states, key)
+
+    agent = dataclasses.replace(proved, act=first_act)
 
     def make_agent(wanted: Othello) -> Agent:
         if wanted != game:
@@ -127,11 +153,38 @@ def timed_player(checkpoint: str, budget: MoveBudget, sims: int = agent_options.
     def commentary(agent: Agent) -> str:
         move = timed.last_move
         if move is None:
-            return ""
+            return f"{verdict[0] or 'proved'} (the move follows the shipped proof)" if proved is not searching else ""
+        if move.source == "book":
+            return f"book move: experts played it in {move.games} games (the search is still being prepared)"
         if move.source == "solver":
             return f"perfect play: the exact endgame solver chose this move ({move.seconds:.1f} s)"
         if move.source == "only move" or analyzer.last_move is None:
             return "the only legal move"
         return f"{format_search_line(analyzer.last_move)} ({move.simulations} simulations in {move.seconds:.1f} s)"
 
-    return Player(name, game.size, (game.size,), make_agent, analyzer, commentary)
+    return Player(agent.name, game.size, (game.size,), make_agent, analyzer, commentary)
+
+
+def _with_proof(agent: Agent, game: Othello, depth: int) -> Agent:
+    """On the proof's board, the shipped 6x6 proof's moves where it covers the position (as the
+    fixed-simulation player plays, ``agent_options.with_endgame_solve``); elsewhere ``agent``."""
+    proof_size = getattr(agent_options, "PROOF_SIZE", None)
+    if game.size != proof_size or depth <= 0:
+        return agent
+    try:
+        from othello_jax.agents.proof_player import with_proof
+    except ImportError:  # no proof player in this version
+        return agent
+    try:
+        return with_proof(agent, game, exact_from=depth)
+    except InputError:  # no proof file: the network plays
+        return agent
+
+
+def _proof_verdict(state, game: Othello) -> str | None:
+    """What the shipped proof says of one position ("proved: white wins by 4"), if anything."""
+    try:
+        from othello_jax.agents.proof_player import state_verdict
+    except ImportError:
+        return None
+    return state_verdict(state, game)

@@ -18,8 +18,9 @@ Two protocols:
 
 The GUI starts the engine as a subprocess. Only protocol lines go to stdout; messages go to
 stderr. Like Edax and Egaroucid, the engine plays the endgame exactly with the C solver (how many
-empties: --solve=E; --no-solve turns it off). The first move takes a while: the search is
-compiled first (and kept for the next start).
+empties: --solve=E; --no-solve turns it off). A network's search starts compiling when the engine
+starts (kept for the next start); until it is ready, 8x8 openings are answered from a book of the
+WThor experts' most played moves, and other positions wait for it.
 
 A network's engine plays on the clock: --seconds=S a move, or --clock=T[+I] for the game; a
 controller's clock overrides both (GTP time_settings and time_left; NBoard's GGF clock, TI, with the

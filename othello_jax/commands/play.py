@@ -138,7 +138,7 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     if color not in ("black", "white", "b", "w"):
         return fail(f"--color must be black or white, got {args.color!r}")
     try:
-        player = clock_options.build(args, clock_options.move_budget(args), timed=False)
+        player = clock_options.build(args, clock_options.move_budget(args), timed=True)
         size = player.size
         if args.board and not args.size and len(player.sizes) > 1:
             size = parse_board(args.board)[1].size  # an agent for any size: the board decides
