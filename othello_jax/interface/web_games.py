@@ -117,7 +117,7 @@ class Lineup:
         for name in self.networks:
             timed = self.engine(name).timed
             if timed is not None:
-                table.preparer.submit(_prepared_in_background, table, timed, name)
+                table.start_preparing(timed, name)
 
 
 @dataclasses.dataclass
@@ -446,7 +446,8 @@ class WebGame:
                     generation: int) -> tuple[int, PositionAnalysis | None]:
         """An engine's move by the clock: (the action, the search behind it, if one ran)."""
         timed, game = engine.timed, snapshot.game
-        self.table.prepare_timed(timed, engine.name, self._say(generation))
+        if not self.table.prepared(timed):
+            self._say(generation)(self.table.start_preparing(timed, engine.name))
         move = timed.move(snapshot.state, key, self.seconds)
         if move.result is None:
             return move.action, None
@@ -520,13 +521,6 @@ class WebGame:
             self.busy = None
             self.hints = hints
             self.evals.setdefault(ply, point)
-
-
-def _prepared_in_background(table: GameTable, timed: Any, name: str) -> None:
-    try:
-        table.prepare_timed(timed, name)
-    except Exception:  # the first move says it again, in its game
-        traceback.print_exc(file=sys.stderr)
 
 
 def _from_board(text: str) -> GameSession:
@@ -612,27 +606,27 @@ class GameTable:
         with self._lock:
             return self._engine_locks.setdefault(id(engine), threading.Lock())
 
-    def prepare_timed(self, timed: Any, name: str, say: Callable[[str], None] | None = None) -> None:
-        """Compile the clocked search of the engine ``name`` once: the first to ask (a game's
-        first move, or the background at start) compiles it under the compile notice, which
-        ``say`` shows ("preparing the search: compiling the search for 8x8 (about 40 s ...)");
-        who asks meanwhile is shown that notice and waits."""
+    def start_preparing(self, timed: Any, name: str) -> str:
+        """Have the clocked search of the engine ``name`` compiled on the preparing thread (once),
+        under its compile notice, which this returns for the page ("preparing the search:
+        compiling the search for 8x8 (about 40 s ...)"). A move asked meanwhile waits for the
+        compile (the search's own lock), or comes from the search's opening book if it has one."""
         with self._lock:
-            if id(timed) in self._prepared:
-                return
             notice = self._notices.get(id(timed))
-            first = notice is None
-            if first:
+            if notice is None:
                 size = timed.game.size
                 notice = compiling(f"the search for {size}x{size}", key=("timed", name))
                 notice = self._notices[id(timed)] = notice.reworded(f"preparing the search: {notice}")
-        if first:
-            with say_while(notice, say or (lambda line: None), None):
+                self.preparer.submit(self._prepare, timed, notice)
+            return str(notice)
+
+    def _prepare(self, timed: Any, notice: str) -> None:
+        try:
+            with say_while(notice, lambda line: None, None):  # records the compile in the notices' index
                 timed.prepare()
-        else:
-            if say is not None:
-                say(str(notice))
-            timed.prepare()  # waits for the compile under way (the search's own lock)
+        except Exception:  # the first move's own compile raises it again, in its game
+            traceback.print_exc(file=sys.stderr)
+            return
         self.prepared(timed, mark=True)
 
     def prepared(self, analyzer: Analyzer, mark: bool = False) -> bool:
