@@ -1,8 +1,8 @@
 """`othello-jax serve` in a real browser: headless Chromium (Debian's ``chromium``) driven by
 Playwright, clicking the page as a person does: a whole 6x6 game against greedy to its result, an
 illegal click refused with a message, exact hints on the squares, a network's hints while the
-page says it prepares the search, undo and redo, a pasted transcript replayed, two tabs playing
-two games, and a bad request answered while the page plays on.
+page says it prepares the search, undo and redo, a pasted transcript replayed, two engines
+watched to the end, two tabs playing two games, and a bad request answered while the page plays on.
 
 One server (greedy and alpha-beta depth 1, where nothing compiles but the rules, and a tiny
 untrained 6x6 network searching 0.2 s a move, compiled once) and one browser for the module; each test
@@ -184,6 +184,15 @@ def test_a_pasted_transcript_is_replayed_then_the_engine_answers(context, server
     assert page.locator("#transcript").input_value().startswith("f5d6c3d3c4")
     assert page.locator("#moves li").all_inner_texts()[:5] == ["f5", "d6", "c3", "d3", "c4"]
     assert page.get_by_role("button", name="c4").get_attribute("data-state") == "black"
+
+
+def test_watching_two_engines_play_to_the_end(context, server):
+    page = open_page(context, server)
+    page.select_option("#black", "greedy")
+    page.select_option("#white", "alphabeta:1")
+    page.click("#new-game")
+    page.wait_for_function("document.body.dataset.over === 'true'")
+    assert page.locator("#status").inner_text().startswith("Game over: ") and moves_on_page(page) > 4
 
 
 def test_two_tabs_play_two_games_at_once(context, server):
