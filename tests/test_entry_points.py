@@ -183,8 +183,10 @@ def test_eval_against_a_gtp_engine_from_openings(tmp_path, shared_data):
 
 
 def test_endgame_accuracy_of_a_network(shared_data):
-    """`othello-jax endgame-accuracy --checkpoint=... --opponent random --openings XOT` (shortened)."""
-    out = run([OTHELLO_JAX, "endgame-accuracy", "--checkpoint=builtin:8x8", "--sims=2", "--opponent", "random",
+    """`othello-jax endgame-accuracy --agent=net:ckpt=... --opponent random --openings XOT` (shortened:
+    the network's raw policy, as an 8x8 search's compile costs two of CI's minutes; the search
+    through --checkpoint is the same player `play` and `analyze` test)."""
+    out = run([OTHELLO_JAX, "endgame-accuracy", "--agent=net:ckpt=builtin:8x8,sims=0", "--opponent", "random",
                "--openings", shared_data / "xot" / "openingslarge.txt", "--games", "2", "--empties", "8"])
     assert re.search(r"^\d+ positions judged; kept the game-theoretic result in \d+\.\d%", out, re.M), out
 

@@ -124,6 +124,7 @@ def test_evaluate_notebook(notebook_dir, monkeypatch):
     assert (notebook_dir / "run" / "elo.png").is_file()
 
 
+@pytest.mark.slow  # a minute of CI's first leg; the Colab-image leg (Colab's versions, where the notebooks run) has it
 def test_play_notebook(notebook_dir, monkeypatch):
     out = text_outputs(execute("play.ipynb", notebook_dir, monkeypatch))
     assert "Game over:" in out
@@ -133,6 +134,7 @@ def test_play_notebook(notebook_dir, monkeypatch):
     assert "illegal: square 'f5' is off the 4x4 board" in out  # typed input is checked, not raised
 
 
+@pytest.mark.slow  # as above: the Colab-image leg of scripts/test.sh runs every notebook test
 def test_play_notebook_as_shipped(tmp_path, monkeypatch):
     """Every default: the shipped 6x6 network at 200 simulations, the exact endgame, the clickable
     board built, and the typed-move cell, left empty, plays the agent's suggestion for the user (a

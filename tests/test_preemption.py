@@ -44,10 +44,10 @@ def steps(workdir: Path) -> list[int]:
 
 def test_sigterm_checkpoints_exits_75_and_the_next_start_resumes(tmp_path, compile_cache):
     workdir = tmp_path / "run"
-    proc = train_command(workdir, compile_cache, "--config.iterations=80")
+    proc = train_command(workdir, compile_cache, "--config.iterations=12")
     deadline = time.time() + 300
     for line in proc.stdout:  # wait until training runs, then preempt it
-        if line.startswith("[ 2/80]"):
+        if line.startswith("[ 2/12]"):
             break
         assert time.time() < deadline, "no second iteration within 5 minutes"
     else:
@@ -60,24 +60,24 @@ def test_sigterm_checkpoints_exits_75_and_the_next_start_resumes(tmp_path, compi
     assert len(lines) == 2, err  # one line at once saying what happens, one saying where it stopped
     assert re.fullmatch(r"othello-jax train: stopping \(SIGTERM\): finishing iteration \d+ in flight \(one compiled "
                         r"call\), then saving it; a second SIGTERM aborts at once", lines[0]), lines[0]
-    match = re.fullmatch(r"othello-jax train: stopped by SIGTERM after iteration (\d+) of 80; checkpoint "
+    match = re.fullmatch(r"othello-jax train: stopped by SIGTERM after iteration (\d+) of 12; checkpoint "
                          r"(\S+) saved; run the same command again to resume", lines[1])
     assert match, lines[0]
     stopped = int(match.group(1))
-    assert 2 <= stopped < 80
+    assert 2 <= stopped < 12
     assert Path(match.group(2)) == workdir / "checkpoints" / str(stopped)
     assert steps(workdir) == [stopped]  # checkpoint.every=1000: only the stop wrote one
     assert (workdir / "checkpoints" / str(stopped) / "commit_success.txt").exists()
     logged = [json.loads(line)["iteration"] for line in (workdir / "metrics.jsonl").read_text().splitlines()]
     assert logged == list(range(1, stopped + 1))
 
-    resumed = train_command(workdir, compile_cache, "--config.iterations=80")
+    resumed = train_command(workdir, compile_cache, "--config.iterations=12")
     out, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err[-2000:]
     assert f"resumed {workdir} at iteration {stopped}" in out
-    assert steps(workdir) == [stopped, 80]
+    assert steps(workdir) == [stopped, 12]
     logged = [json.loads(line)["iteration"] for line in (workdir / "metrics.jsonl").read_text().splitlines()]
-    assert logged == list(range(1, 81))
+    assert logged == list(range(1, 13))
 
 
 # an in-run evaluation after every iteration, three matches long (one compile): a signal lands in one of them
