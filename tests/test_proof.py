@@ -108,12 +108,12 @@ def test_canonical_forms_agree_with_their_symmetry():
         assert image == (transform(moved[0], k, 6), transform(moved[1], k, 6))
 
 
-@pytest.mark.slow
 def test_the_shipped_6x6_proof_verifies():
+    """Every leaf of the shipped proof solved again (about 30 s of CPU: 75 s on a loaded 2-core machine)."""
     proof = proof_file.read()
     assert proof.size == 6 and proof.value == -4  # white wins 6x6 by 4 discs (16-20)
     report = verify(proof)
-    assert report.value == -4 and report.leaves == sum(r.leaf for r in proof.records.values()) or report.leaves > 0
+    assert report.value == -4 and 0 < report.leaves <= sum(r.leaf for r in proof.records.values())
 
 
 def _shipped_or_skip():
