@@ -69,12 +69,12 @@ def test_chunks_build_the_tree_of_one_search(variant):
     states = jax.tree.map(lambda *x: np.stack(x), GAME.init(), play_transcript("c2", GAME)[0])
     key = jax.random.PRNGKey(3)
     whole = run_search(config, apply_fn, variables, states, key, GAME)
-    for capacity in (40, 160):  # chunks of 8 fill the tree exactly, or leave room
-        chunked = ChunkedSearch(config, apply_fn, GAME, chunk=8, capacity=capacity).run(variables, states, key, 40)
-        np.testing.assert_array_equal(chunked.visit_counts, whole.visit_counts)
-        np.testing.assert_array_equal(chunked.action, whole.action)
-        np.testing.assert_allclose(chunked.q, whole.q, atol=1e-6)
-        np.testing.assert_allclose(chunked.policy_target, whole.policy_target, atol=1e-6)
+    # chunks of 16, 16 and 8 simulations in a tree with room for more (one compile of each program)
+    chunked = ChunkedSearch(config, apply_fn, GAME, chunk=16, capacity=160).run(variables, states, key, 40)
+    np.testing.assert_array_equal(chunked.visit_counts, whole.visit_counts)
+    np.testing.assert_array_equal(chunked.action, whole.action)
+    np.testing.assert_allclose(chunked.q, whole.q, atol=1e-6)
+    np.testing.assert_allclose(chunked.policy_target, whole.policy_target, atol=1e-6)
 
 
 def test_the_first_chunk_does_not_depend_on_the_plan():
@@ -208,6 +208,8 @@ def test_gtp_time_commands_set_the_budget_of_each_move():
     assert genmove().seconds == pytest.approx(_byoyomi_move(10, 5), abs=0.125)
     assert engine.handle("time_settings 0 10 0") == "=\n\n"  # no time limit: back to --sims
     assert genmove().simulations == 16
+    budget.simulations = 5
+    assert genmove().simulations == 5  # not rounded up to whole chunks
     for bad in ("time_settings 60 0", "time_left b x 0", "time_left q 10 0", "time_settings -5 0 0",
                 "time_settings nan 0 0"):
         assert engine.handle(bad).startswith("? syntax error"), bad

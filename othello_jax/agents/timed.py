@@ -1,23 +1,24 @@
 """A network's search on the clock: the best move it finds in a given number of seconds.
 
-:class:`TimedSearch` is the one place moves are chosen against time, for `play --seconds`, the
-GTP and NBoard engines with a game clock, and the web page::
+:class:`TimedSearch` is the one place moves are chosen against time, for `play`, the GTP and
+NBoard engines (``--seconds``, game clocks) and the web page::
 
-    timed = TimedSearch(game, apply_fn, variables, playing_search_config("gumbel", 256), solve_empties=18)
-    timed.prepare()                           # compile once (optional: the first move does it)
-    move = timed.move(state, key, seconds=3)  # a legal action, in about 3 s
-    move.action, move.seconds, move.simulations, move.source   # "only move" | "solver" | "search"
-    summarize(move.result, 0, game)           # othello_jax.evaluation.analysis: what it thought
+    timed = TimedSearch(game, apply_fn, variables, playing_search_config("gumbel", 256), solve_empties=18,
+                        book=shipped_book())  # optional: othello_jax.agents.opening_book
+    timed.prepare_in_background()             # optional: compile now (the first search does it anyway)
+    move = timed.move(state, key, seconds=3)  # a legal action in about 3 s (or simulations=256)
+    move.action, move.seconds, move.simulations, move.source  # "only move" | "solver" | "book" | "search"
+    summarize(move.result, 0, game)           # othello_jax.evaluation.analysis; None unless searched
 
 A move with a single legal choice (a pass included) is answered at once; so is a position of the
-opening book while the search is still being compiled (``book``, :meth:`TimedSearch.prepare_in_background`:
-a first reply needs no compile). Positions within the
-endgame solver's reach are solved (the solver's time is the move's time; with little time the
-solver is given fewer empties, :func:`solve_depth`). Otherwise the search runs in chunks of
-simulations (:class:`~othello_jax.search.chunked.ChunkedSearch`, compiled once) until the time is
-spent: a chunk starts only while the time left covers it, so a move overruns by at most one chunk.
-Gumbel's sequential halving is planned for the simulations that fit, from the speed of the move's
-first chunk (and of the moves before); time left over goes on visiting the best two moves.
+opening book while the search is still being compiled (a first reply needs no compile).
+Positions within the endgame solver's reach are solved (the solver's time is the move's time;
+with little time the solver is given fewer empties, :func:`solve_depth`). Otherwise the search
+runs in chunks of simulations (:class:`~othello_jax.search.chunked.ChunkedSearch`, compiled once)
+until the time is spent: a chunk starts only while the time left covers it, so a move overruns by
+at most one chunk. Gumbel's sequential halving is planned for the simulations that fit, from the
+speed of the move's first chunk (and of the moves before); time left over goes on visiting the
+best two moves. With ``simulations`` instead, the tree is that of ``run_search``.
 """
 
 from __future__ import annotations
@@ -140,8 +141,8 @@ class TimedSearch:
     def move(self, state: State, key: jax.Array, seconds: float | None = None,
              simulations: int | None = None) -> TimedMove:
         """The move for one (unbatched) position in about ``seconds`` (at most one chunk more), or
-        after ``simulations`` (rounded up to whole chunks; the tree of ``run_search`` with that
-        many), whichever comes first; one of the two must be given."""
+        after ``simulations`` (the tree of ``run_search`` with that many), whichever comes first;
+        one of the two must be given."""
         if seconds is None and simulations is None:
             raise ValueError("a timed move needs seconds or simulations")
         with self._lock:
@@ -164,6 +165,13 @@ class TimedSearch:
             self.last_move = move
             return move
 
+    def run(self, states: State, key: jax.Array, simulations: int) -> SearchResult:
+        """A whole search of a batch of positions with ``simulations``: the tree of
+        ``run_search``, on this player's compiled programs (e.g. a hint's analysis)."""
+        with self._lock:
+            self.prepare()
+            return self.search.run(self.variables, states, key, simulations)
+
     def _book_move(self, state: State) -> BookMove | None:
         """The book's move where it has one (and it is legal)."""
         found = None if self.book is None else self.book.move(state, self.game)
@@ -175,18 +183,18 @@ class TimedSearch:
         simulations run."""
         search, variables = self.search, self.variables
         limit = search.capacity if simulations is None else min(search.capacity, max(1, int(simulations)))
-        limit = -(-limit // search.chunk) * search.chunk
         carry = search.start(variables, states, key)
         first_plan = limit if simulations is not None else FIRST_PLAN * search.chunk
         schedule = jnp.asarray(search.schedule(first_plan))
         done, elapsed = 0, []
         while True:
             began = self.clock()
-            carry = search.advance(variables, carry, schedule)
+            count = min(search.chunk, limit - done)
+            carry = search.advance(variables, carry, schedule, count)
             jax.block_until_ready(carry.done)
             elapsed.append(self.clock() - began)
-            done += search.chunk
-            if done == search.chunk and simulations is None:  # plan from this move's first chunk (and earlier moves')
+            done += count
+            if len(elapsed) == 1 and simulations is None:  # plan from this move's first chunk (and earlier moves')
                 per_chunk = self._chunk_estimate(elapsed[0])
                 fits = done + int(max(0.0, deadline - self.clock() - self.finish_seconds) / per_chunk) * search.chunk
                 if fits > first_plan:  # else the first plan's: its first chunk is the same

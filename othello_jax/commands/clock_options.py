@@ -122,6 +122,7 @@ def timed_player(checkpoint: str, budget: MoveBudget, sims: int = agent_options.
         board.play(board.legal_actions()[0])
         timed.prepare_in_background()
     analyzer = Analyzer(game, apply_fn, variables, config, network.value_margin)
+    analyzer.search = lambda states, key: timed.run(states, key, sims)  # hints: the same compiled programs
     name = f"network, {describe(budget)}" + (f",solve={depth}" + (",solver=c" if native else "") if depth else "")
     inner = timed.agent(budget, name)
 

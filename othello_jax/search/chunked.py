@@ -6,7 +6,7 @@ simulations on it, checks the clock between chunks, and reads the answer from th
 it stops. Three programs, each compiled once (fixed shapes whatever the time):
 
 - ``start(variables, states, key) -> carry``: the roots evaluated, an empty tree;
-- ``advance(variables, carry, schedule) -> carry``: ``chunk`` more simulations
+- ``advance(variables, carry, schedule, count) -> carry``: ``count`` (at most ``chunk``) more simulations
   (:func:`~othello_jax.search.lockstep.continue_search`: the chunks build the same tree as one
   search of their total);
 - ``finish(carry) -> SearchResult``: the move, policy and values, as :func:`run_search` gives them.
@@ -72,7 +72,7 @@ class ChunkedSearch:
         if chunk < 1 or capacity < chunk:
             raise ValueError(f"need 1 <= chunk <= capacity, got chunk {chunk} and capacity {capacity}")
         self.settings, self.game, self.chunk = settings, game, int(chunk)
-        self.capacity = int(capacity) // self.chunk * self.chunk
+        self.capacity = int(capacity)
         self.considered = int(settings.max_num_considered_actions)
         qtransform = gumbel_qtransform(settings)
         recurrent_fn = make_recurrent_fn(apply_fn, game, settings.symmetry, settings.exact_endings, value_margin)
@@ -89,7 +89,7 @@ class ChunkedSearch:
             tree = init_tree(prepared, self.capacity, root.invalid, extra, settings.tree_updates)
             return SearchCarry(states, root, prepared, gumbel, tree, key, jnp.zeros((), jnp.int32))
 
-        def advance(variables: Any, carry: SearchCarry, schedule: jax.Array) -> SearchCarry:
+        def advance(variables: Any, carry: SearchCarry, schedule: jax.Array, count: jax.Array) -> SearchCarry:
             if settings.variant == "gumbel":
                 root_select = policies.table_root_selection(schedule, qtransform)
                 interior_select = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
@@ -98,9 +98,9 @@ class ChunkedSearch:
                                   pb_c_base=settings.pb_c_base, qtransform=mctx.qtransform_by_parent_and_siblings)
                 root_select, interior_select = functools.partial(select, depth=0), select
             key, tree = continue_search(variables, carry.key, carry.tree, recurrent_fn, root_select, interior_select,
-                                        carry.done, self.chunk, settings.max_depth or None, settings.tree_updates,
+                                        carry.done, count, settings.max_depth or None, settings.tree_updates,
                                         settings.compact_levels)
-            return carry._replace(tree=tree, key=key, done=carry.done + self.chunk)
+            return carry._replace(tree=tree, key=key, done=carry.done + count)
 
         def finish(carry: SearchCarry) -> SearchResult:
             tree, invalid = carry.tree, carry.root.invalid
@@ -112,8 +112,14 @@ class ChunkedSearch:
             return search_result(settings, game, carry.states, carry.root, output)
 
         self.start: Callable[[Any, State, jax.Array], SearchCarry] = jax.jit(start)
-        self.advance: Callable[[Any, SearchCarry, jax.Array], SearchCarry] = jax.jit(advance, donate_argnums=1)
+        self._advance = jax.jit(advance, donate_argnums=1)
         self.finish: Callable[[SearchCarry], SearchResult] = jax.jit(finish)
+
+    def advance(self, variables: Any, carry: SearchCarry, schedule: jax.Array, count: int | None = None) -> SearchCarry:
+        """``count`` (default and at most ``chunk``) more simulations on ``carry``'s tree (its
+        buffers are reused: use the returned carry only)."""
+        count = self.chunk if count is None else min(int(count), self.chunk)
+        return self._advance(variables, carry, schedule, np.int32(count))
 
     def schedule(self, planned: int) -> np.ndarray:
         """The root's schedule for ``planned`` simulations in all (Gumbel's sequential halving),
@@ -124,10 +130,11 @@ class ChunkedSearch:
         return policies.considered_visits(self.considered, planned, self.capacity)
 
     def run(self, variables: Any, states: State, key: jax.Array, simulations: int) -> SearchResult:
-        """A whole search of ``simulations`` (rounded up to whole chunks), chunk by chunk."""
+        """A whole search of ``simulations`` (at most ``capacity``), chunk by chunk: the tree of
+        ``run_search`` with as many."""
         carry = self.start(variables, states, key)
-        total = -(-int(simulations) // self.chunk) * self.chunk
+        total = min(max(1, int(simulations)), self.capacity)
         schedule = jnp.asarray(self.schedule(total))
-        for _ in range(total // self.chunk):
-            carry = self.advance(variables, carry, schedule)
+        for done in range(0, total, self.chunk):
+            carry = self.advance(variables, carry, schedule, min(self.chunk, total - done))
         return self.finish(carry)

@@ -127,14 +127,14 @@ def search(params: Any, key: jax.Array, root: mctx.RootFnOutput, recurrent_fn: m
 
 def continue_search(params: Any, key: jax.Array, tree: mctx.Tree, recurrent_fn: mctx.RecurrentFn,
                     root_select: mctx.RootActionSelectionFn, interior_select: mctx.InteriorActionSelectionFn,
-                    first: jax.Array | int, count: int, max_depth: int | None = None, updates: str = "scatter",
-                    compact: bool = True) -> tuple[jax.Array, mctx.Tree]:
+                    first: jax.Array | int, count: jax.Array | int, max_depth: int | None = None,
+                    updates: str = "scatter", compact: bool = True) -> tuple[jax.Array, mctx.Tree]:
     """Simulations ``first .. first + count - 1`` on ``tree`` (made by ``init_tree`` with room for
     at least ``first + count`` simulations): ``(the key to continue with, the tree)``.
 
     :func:`search` is one call from ``first = 0``; calls in a row with the returned key build the
     same tree as one call of their total (so a search can run in chunks of ``count`` simulations,
-    one compiled program for all of them: ``first`` may be traced). ``max_depth`` defaults to the
+    one compiled program for all of them: ``first`` and ``count`` may be traced). ``max_depth`` defaults to the
     tree's room.
     """
     compact = compact and updates == "scatter"
