@@ -92,6 +92,8 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     assert solve_6x6.main(["--size=4", "--pivots=6,10"]) == 2
     assert "--pivots must satisfy" in capsys.readouterr().err
     assert solve_6x6.main(["--predictor=oracle"]) == 2
+    assert solve_6x6.main(["--size=4", "--target=3"]) == 2
+    assert "--target must be an even number" in capsys.readouterr().err
     (tmp_path / "junk.npz").write_bytes(b"not a proof")
     with pytest.raises(proof_file.ProofFileError):
         proof_file.read(tmp_path / "junk.npz")

@@ -3,8 +3,9 @@
 would prove the start's value (Algorithm 1), carry the selection to a second pivot (Algorithm 5),
 solve those exactly, and select again where a prediction was wrong (Algorithm 6).
 
-    othello-jax solve-6x6                              # the network predicts; proof6.npz here
-    othello-jax solve-6x6 --predictor=solver --out=proof6.npz --state=solve6.state.npz
+    othello-jax solve-6x6                              # ~3 CPU minutes; proof6.npz here
+    othello-jax solve-6x6 --predictor=network --out=proof6.npz --state=solve6.state.npz
+    othello-jax solve-6x6 --target=auto                # start from the predictions' own value
     othello-jax solve-6x6 --size=4 --pivots=10,6       # 4x4, in a moment
     othello-jax verify-proof --proof=proof6.npz        # check it independently
 
@@ -14,7 +15,9 @@ milliseconds, so the cost is the number of positions the proof needs. The search
 state in --state (every 30 s and after every round); the same command resumes it. Predictors:
 network (the value head of --checkpoint, default builtin:6x6), heuristic (the alpha-beta
 agent's evaluation), solver (the C solver's fitted evaluation, 4 plies); each is turned into
-discs by a line fitted on the shipped test set.
+discs by a line fitted on the shipped test set. With --target=auto each predictor's own value
+is wrong at first (+2 for solver and heuristic, -12 for the network), and refuting a wrong
+hypothesis costs more than proving the right one (experiments/RESULTS.md, 2026-12-02).
 """
 
 from __future__ import annotations
@@ -28,20 +31,23 @@ from othello_jax.commands.command import add_json_flag, failure, make_parser, pr
 from othello_jax.errors import InputError
 
 DEFAULT_PIVOTS = {4: (10, 6), 6: (24, 18)}
+KNOWN_VALUES = {6: -4}  # white wins 6x6 by 4, long known: the default first hypothesis
 PAPER = "8x8 in the paper: 2,958,551 positions at 50 empties, 2,587 selected by Algorithm 1"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = make_parser("solve-6x6", __doc__)
-    parser.add_argument("--predictor", default="network", help="network, heuristic or solver (default network)")
+    parser.add_argument("--predictor", default="solver", help="solver, network or heuristic (default solver: "
+                                                               "the fewest solves and the least time)")
     parser.add_argument("--checkpoint", default="builtin:6x6", help="the network of --predictor=network")
     parser.add_argument("--size", type=int, default=6, choices=(4, 6), help="board size (default 6)")
     parser.add_argument("--pivots", help="the two pivots' empty squares, e.g. 24,18 (default 24,18 on 6x6, "
                                          "10,6 on 4x4)")
-    parser.add_argument("--target", type=int, default=None,
-                        help="the value to prove first, for black (default: the predictions' minimax at the first "
-                             "pivot; the paper proved its draw hypothesis). Where the solves refute it, the search "
-                             "moves on to the predictions' value within what is proved")
+    parser.add_argument("--target", default=None,
+                        help="the value to prove first, for black: a number, or auto for the minimax of the "
+                             "predictions at the first pivot (default: -4 on 6x6, the known value, as the paper "
+                             "took the draw it expected; auto on 4x4). Where the solves refute it, the search moves "
+                             "on to the predictions' value within what is proved, so the proof is exact either way")
     parser.add_argument("--out", default="", help="the proof file to write (default proof{size}.npz here)")
     parser.add_argument("--state", default="", help="the search's state file, for resuming "
                                                     "(default: beside --out, .state.npz)")
@@ -61,6 +67,21 @@ def _pivots(text: str | None, size: int) -> tuple[int, int]:
     return first, second
 
 
+def _target(text: str | None, size: int) -> int | None:
+    """The first hypothesis (None: the predictions' own)."""
+    if text is None:
+        return KNOWN_VALUES.get(size)
+    if text == "auto":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError(f"--target takes a disc difference for black or auto, got {text!r}") from None
+    if abs(value) > size * size or value % 2:
+        raise InputError(f"--target must be an even number within +-{size * size}, got {value}")
+    return value
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     fail = failure("solve-6x6")
@@ -72,6 +93,7 @@ def main(argv: list[str]) -> int:
         return fail(f"unknown --predictor {args.predictor!r}; choose from {', '.join(PREDICTORS)}")
     try:
         pivot1, pivot2 = _pivots(args.pivots, args.size)
+        target = _target(args.target, args.size)
     except InputError as error:
         return fail(str(error))
     out = Path(args.out or f"proof{args.size}.npz")
@@ -87,11 +109,11 @@ def main(argv: list[str]) -> int:
     say(f"predictor {scores.name}: discs = {scores.slope:.3g} x score {scores.intercept:+.2f} "
         f"(rms {scores.rms:.1f} discs on the 6x6 test set)")
     try:
-        search = ProofSearch(args.size, pivot1, pivot2, scores.predict, state, say, target=args.target)
+        search = ProofSearch(args.size, pivot1, pivot2, scores.predict, state, say, target=target)
         result = search.run()
     except StateMismatch as error:
         return fail(str(error))
-    meta = dict(predictor=scores.name, pivots=[pivot1, pivot2], stats=result.stats.__dict__, target=args.target,
+    meta = dict(predictor=scores.name, pivots=[pivot1, pivot2], stats=result.stats.__dict__, target=target,
                 command="othello-jax solve-6x6 " + " ".join(argv))
     proof_file.write(out, args.size, result.value, result.records, meta)
     leaves = sum(1 for r in result.records if r["leaf"])
