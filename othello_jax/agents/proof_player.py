@@ -103,9 +103,9 @@ def verdict(proof: proof_file.Proof, rules: Rules, mover: int, opponent: int, co
     return f"proved: {text}"
 
 
-def state_verdict(state: State, game: Othello, path: str | Path | None = None) -> str | None:
-    """:func:`verdict` of one (unbatched) state on the shipped proof's board; None elsewhere or
-    where no proof can be read."""
+def _for_state(state: State, game: Othello, path: str | Path | None) -> tuple[proof_file.Proof, int, int] | None:
+    """(the proof, mover, opponent) for one unbatched state on the proof's board; None elsewhere
+    or where no proof can be read."""
     if game.size != proof_file.DEFAULT_PATH_SIZE:
         return None
     try:
@@ -113,16 +113,20 @@ def state_verdict(state: State, game: Othello, path: str | Path | None = None) -
     except InputError:
         return None
     mover, opponent = (int(x) for x in (bitboards_u64(state.mover), bitboards_u64(state.opponent)))
+    return proof, mover, opponent
+
+
+def state_verdict(state: State, game: Othello, path: str | Path | None = None) -> str | None:
+    """:func:`verdict` of one (unbatched) state on the shipped proof's board; None elsewhere or
+    where no proof can be read."""
+    found = _for_state(state, game, path)
+    if found is None:
+        return None
+    proof, mover, opponent = found
     return verdict(proof, Rules(game.size), mover, opponent, int(np.asarray(state.color)))
 
 
 def proof_chooses(state: State, game: Othello, path: str | Path | None = None) -> bool:
     """Whether :func:`with_proof` plays one (unbatched) state by the proof."""
-    if game.size != proof_file.DEFAULT_PATH_SIZE:
-        return False
-    try:
-        proof = shipped_proof(str(path or proof_file.DEFAULT_PATH))
-    except InputError:
-        return False
-    mover, opponent = (int(x) for x in (bitboards_u64(state.mover), bitboards_u64(state.opponent)))
-    return proof_move(proof, Rules(game.size), mover, opponent) is not None
+    found = _for_state(state, game, path)
+    return found is not None and proof_move(found[0], Rules(game.size), found[1], found[2]) is not None
