@@ -159,3 +159,22 @@ def test_the_proof_player_keeps_the_proved_result_against_any_replies():
             position, turn = rules.play(position, (action // 6) * 8 + action % 6), 1 - turn
         final = rules.final_score(position) * (1 if turn == colour else -1)  # the proof player's view
         assert final >= (-4 if colour == 0 else 4), (colour, final)
+
+
+def test_the_proof_answers_every_first_move_through_its_symmetry():
+    """Black's four first moves are one position under symmetry: white's proof move is mapped
+    back onto each board, legal there, and keeps white's win by 4."""
+    from othello_jax.agents.proof_player import proof_move, verdict
+
+    proof = _shipped_or_skip()
+    rules = Rules(6)
+    start = rules.start()
+    assert verdict(proof, rules, *start, colour=0) == "proved: white wins by 4"
+    replies = set()
+    for square in rules.moves(start):
+        after = rules.play(start, square)
+        reply, bound = proof_move(proof, rules, *after)
+        assert reply in rules.moves(after) and bound == 4
+        assert verdict(proof, rules, *after, colour=1) == "proved: white wins by 4"
+        replies.add(reply)
+    assert len(replies) == 4  # one reply per symmetric board, each on its own board
