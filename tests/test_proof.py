@@ -178,3 +178,32 @@ def test_the_proof_answers_every_first_move_through_its_symmetry():
         assert verdict(proof, rules, *after, colour=1) == "proved: white wins by 4"
         replies.add(reply)
     assert len(replies) == 4  # one reply per symmetric board, each on its own board
+
+
+def test_a_stopped_search_resumes_where_it_was(tmp_path):
+    """A stop in the middle of a round keeps what was proved; the same search resumes from the
+    state file and proves the same value without solving again what it had solved."""
+    from othello_jax.solver.proof_search import ProofSearch
+
+    predict = lambda positions: [0.0] * len(positions)
+    full = ProofSearch(4, 10, 6, predict, say=lambda line: None).run()
+
+    class Stop(Exception):
+        pass
+
+    class StoppingSolver:
+        def __init__(self, after: int):
+            self.inner, self.left = c_solver.CSolver(4), after
+
+        def solve(self, *args):
+            self.left -= 1
+            if self.left < 0:
+                raise Stop
+            return self.inner.solve(*args)
+
+    state = tmp_path / "state.npz"
+    with pytest.raises(Stop):
+        ProofSearch(4, 10, 6, predict, state, say=lambda line: None, solver=StoppingSolver(7)).run()
+    resumed = ProofSearch(4, 10, 6, predict, state, say=lambda line: None).run()
+    assert resumed.value == full.value == -10
+    assert resumed.stats.solves == full.stats.solves  # the 7 solves before the stop were kept

@@ -338,38 +338,42 @@ class ProofSearch:
                                                            if resumed else ""))
         self._predict(pivot)
         last_save = last_say = time.monotonic()
-        while True:
-            lo, hi = self._interval(self.root, {})
-            if lo == hi:
-                break
-            target, chosen = self._select()
-            if self.stats.rounds == 0 and not resumed:
-                self.stats.first_selection = len({key for key, _, _ in chosen})
-            self.stats.rounds += 1
-            self.say(f"round {self.stats.rounds}: proving {self._root_view(target):+d} for black needs "
-                     f"{len(chosen):,} hypotheses at {self.pivot1} empties (proved so far: "
-                     f"{self._root_view(lo) if self.root_sign > 0 else -hi:+d}..{self._root_view(hi):+d})")
-            start, refuted = time.monotonic(), self.stats.pivot_refuted
-            for i, (key, kind, t) in enumerate(chosen):
-                if not self.prove(key, kind, t):
-                    self.stats.pivot_refuted += 1
-                    self.pred[key] = self._value_guess(key)
-                self.stats.pivot_proved += 1
-                now = time.monotonic()
-                if now - last_save > save_every:
-                    self._save()
-                    last_save = now
-                if now - last_say > 10:
-                    last_say = now
-                    rate = (now - start) / (i + 1)
-                    self.say(f"  {i + 1:,}/{len(chosen):,} hypotheses settled ({self.stats.pivot_refuted - refuted} "
-                             f"refuted), {self.stats.solves:,} solves, ETA for this round "
-                             f"{rate * (len(chosen) - i - 1):.0f} s")
-                if self.stats.pivot_refuted - refuted > len(chosen) // 20:
-                    break  # wrong predictions: select again with what the solves proved (Algorithm 6)
-            self.say(f"  {self.stats.solves:,} solves ({self.stats.refuted:,} refuted) so far, "
-                     f"{self.stats.solver_nodes / 1e6:,.0f}M solver nodes")
+        try:
+            while True:
+                lo, hi = self._interval(self.root, {})
+                if lo == hi:
+                    break
+                target, chosen = self._select()
+                if self.stats.rounds == 0 and not resumed:
+                    self.stats.first_selection = len({key for key, _, _ in chosen})
+                self.stats.rounds += 1
+                self.say(f"round {self.stats.rounds}: proving {self._root_view(target):+d} for black needs "
+                         f"{len(chosen):,} hypotheses at {self.pivot1} empties (proved so far: "
+                         f"{self._root_view(lo) if self.root_sign > 0 else -hi:+d}..{self._root_view(hi):+d})")
+                start, refuted = time.monotonic(), self.stats.pivot_refuted
+                for i, (key, kind, t) in enumerate(chosen):
+                    if not self.prove(key, kind, t):
+                        self.stats.pivot_refuted += 1
+                        self.pred[key] = self._value_guess(key)
+                    self.stats.pivot_proved += 1
+                    now = time.monotonic()
+                    if now - last_save > save_every:
+                        self._save()
+                        last_save = now
+                    if now - last_say > 10:
+                        last_say = now
+                        rate = (now - start) / (i + 1)
+                        self.say(f"  {i + 1:,}/{len(chosen):,} hypotheses settled "
+                                 f"({self.stats.pivot_refuted - refuted} refuted), {self.stats.solves:,} solves, "
+                                 f"ETA for this round {rate * (len(chosen) - i - 1):.0f} s")
+                    if self.stats.pivot_refuted - refuted > len(chosen) // 20:
+                        break  # wrong predictions: select again with what the solves proved (Algorithm 6)
+                self.say(f"  {self.stats.solves:,} solves ({self.stats.refuted:,} refuted) so far, "
+                         f"{self.stats.solver_nodes / 1e6:,.0f}M solver nodes")
+                self._save()
+        except BaseException:  # a stop (Ctrl-C, SIGTERM) or a failure: what was proved so far is kept
             self._save()
+            raise
         value = self._root_view(self._interval(self.root, {})[0])
         self.stats.tree_nodes = len(self.empties)
         self.stats.wall_seconds += time.monotonic() - self._started
