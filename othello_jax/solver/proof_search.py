@@ -6,15 +6,16 @@
    set of pivot positions whose predicted bounds, if true, prove the root's predicted value: at
    a node that must reach ``>= t`` one child (the one whose proof is cheapest), at a node that
    must stay ``<= t`` every child.
-3. Algorithm 5: the selection is carried down to the second pivot (``pivot2`` empties): a
-   selected node above it is expanded one ply, its children predicted, and the same rule
-   selects again, until every selected node is at the second pivot or finished.
-4. The selected pivot-2 positions are solved exactly with the C solver, each in the null
-   window of its hypothesis (``>= t``, ``<= t`` or ``= t``), so a solve either confirms it or
-   returns the bound that refutes it.
-5. Algorithm 6: refuted predictions are replaced by what the solve proved, the known bounds
-   are propagated up the tree, and selection runs again (with the root's new predicted value
-   if it moved) until the root's interval is one value.
+3. Algorithm 5: each selected hypothesis (``>= t`` or ``<= t`` at one pivot position) is carried
+   down to the second pivot (``pivot2`` empties) by a null-window search whose children are
+   predicted when first met and tried in the order their predictions give: for ``>= t`` the one
+   predicted best first, the next only where a solve refutes it; for ``<= t`` every child.
+4. At the second pivot the positions reached are solved exactly with the C solver, each in the
+   null window of its hypothesis, so a solve either confirms it or returns the bound that
+   refutes it.
+5. Algorithm 6: a refuted pivot hypothesis keeps the bound its search proved, the known bounds
+   are propagated up the tree as intervals, and selection runs again (with a new target where
+   what is proved excludes the old one) until the root's interval is one value.
 
 Scores are the mover's final disc difference (empties to the winner); on an even board they are
 even, so ``>= t`` fails exactly when ``<= t - 2``. Positions are kept with passes settled and one
@@ -37,7 +38,7 @@ import numpy as np
 
 from othello_jax.errors import InputError
 from othello_jax.solver import c_solver
-from othello_jax.solver.canonical import Position, Rules, canonical, inverse, square_image
+from othello_jax.solver.canonical import Position, Rules, canonical
 
 # (positions) -> predicted values in discs, mover's view
 Predictor = Callable[[Sequence[Position]], Sequence[float]]
@@ -476,7 +477,3 @@ class ProofSearch:
 class StateMismatch(InputError):
     """A state file of another search (size or pivots): the user named the wrong file."""
 
-
-def play_from_record(record_move: int, symmetry: int, size: int) -> int:
-    """A proof's move (canonical frame) on the board the position was met on."""
-    return square_image(record_move, inverse(symmetry), size)
