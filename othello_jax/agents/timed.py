@@ -54,7 +54,8 @@ class TimedMove(NamedTuple):
     solver's included); simulations: the search's (0 when none ran); source: ``"only move"``,
     ``"solver"``, ``"book"`` or ``"search"``; result: the search behind the move (a batch of one;
     None without a search), e.g. for ``othello_jax.evaluation.analysis.summarize(result, 0, game)``;
-    games: a book move's expert games.
+    games: a book move's expert games; waited: of ``seconds``, those spent waiting for the
+    search's programs to compile (the first search's).
     """
 
     action: int
@@ -63,6 +64,7 @@ class TimedMove(NamedTuple):
     source: str
     result: SearchResult | None = None
     games: int = 0
+    waited: float = 0.0
 
 
 def legal_actions_on_host(state: State, game: Othello) -> list[int]:
@@ -161,7 +163,8 @@ class TimedSearch:
                 start = self.clock()  # the time starts once the search is compiled
                 deadline = math.inf if seconds is None else start + seconds
                 result, done = self._searched(batch_of_one(state), key, deadline, simulations)
-                move = TimedMove(int(np.asarray(result.action)[0]), self.clock() - begin, done, "search", result)
+                move = TimedMove(int(np.asarray(result.action)[0]), self.clock() - begin, done, "search", result,
+                                 waited=start - begin)
             self.last_move = move
             return move
 

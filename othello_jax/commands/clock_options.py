@@ -161,7 +161,9 @@ def timed_player(checkpoint: str, budget: MoveBudget, sims: int = agent_options.
             return f"perfect play: the exact endgame solver chose this move ({move.seconds:.1f} s)"
         if move.source == "only move" or analyzer.last_move is None:
             return "the only legal move"
-        return f"{format_search_line(analyzer.last_move)} ({move.simulations} simulations in {move.seconds:.1f} s)"
+        waited = f", after {move.waited:.0f} s preparing the search" if move.waited >= 1 else ""
+        return (f"{format_search_line(analyzer.last_move)} ({move.simulations} simulations in "
+                f"{move.seconds - move.waited:.1f} s{waited})")
 
     return Player(agent.name, game.size, (game.size,), make_agent, analyzer, commentary)
 
