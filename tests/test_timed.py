@@ -265,3 +265,20 @@ def test_bad_time_options_are_one_line_errors(options, message, capsys):
     assert play.main(options, stdin=io.StringIO(""), stdout=io.StringIO()) == 2
     error = capsys.readouterr().err.strip()
     assert message in error and len(error.splitlines()) == 1
+
+
+def test_play_and_engine_on_the_clock_end_to_end(monkeypatch, capsys):
+    """`play --seconds` and `engine` with GTP time commands, in process, on the shipped 6x6 network
+    (no solver: every move searched)."""
+    from othello_jax.commands import engine, play
+
+    out = io.StringIO()
+    assert play.main(["--checkpoint=builtin:6x6", "--seconds=0.3", "--color=white", "--no-solve"],
+                     stdin=io.StringIO("quit\n"), stdout=out) == 0
+    text = out.getvalue()
+    assert "black (network, 0.3 s a move) plays" in text and " simulations in " in text, text
+    conversation = "boardsize 6\ntime_settings 20 0 0\ntime_left b 3 0\ngenmove b\ntime_left w 1 5\ngenmove w\nquit\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(conversation))
+    assert engine.main(["--checkpoint=builtin:6x6", "--no-solve"]) == 0
+    replies = [reply for reply in capsys.readouterr().out.split("\n\n") if reply]
+    assert replies[:3] == ["=", "=", "="] and replies[3].startswith("= ") and replies[5].startswith("= "), replies
