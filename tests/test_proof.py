@@ -95,6 +95,8 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     assert solve_6x6.main(["--size=4", "--target=3"]) == 2
     assert "--target must be an even number" in capsys.readouterr().err
     (tmp_path / "junk.npz").write_bytes(b"not a proof")
+    assert solve_6x6.main(["--size=4", f"--state={tmp_path / 'junk.npz'}", f"--out={tmp_path / 'p.npz'}"]) == 2
+    assert "is not a proof search's state" in capsys.readouterr().err
     with pytest.raises(proof_file.ProofFileError):
         proof_file.read(tmp_path / "junk.npz")
 

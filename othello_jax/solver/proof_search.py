@@ -452,8 +452,13 @@ class ProofSearch:
     def _load(self) -> bool:
         if self.state_path is None or not self.state_path.is_file():
             return False
-        with np.load(self.state_path) as data:
+        try:
+            data = np.load(self.state_path)
             meta = json.loads(str(data["meta"]))
+        except Exception as error:  # zip, npz or JSON errors: not a state file (or a cut-short one)
+            raise StateMismatch(f"{self.state_path} is not a proof search's state ({type(error).__name__}); "
+                                f"use another --state or delete it") from None
+        with data:
             if (meta.get("format"), meta.get("size"), meta.get("pivot1"), meta.get("pivot2")) != (
                     STATE_FORMAT, self.size, self.pivot1, self.pivot2):
                 raise StateMismatch(f"{self.state_path} holds another search ({meta.get('size')}x{meta.get('size')}, "
