@@ -139,7 +139,8 @@ def test_quickstart_stopped_resumed_then_export_and_analyze_its_network(tmp_path
 
 def test_train_with_the_readme_flags_then_the_elo_ladder(tmp_path):
     """`othello-jax train ... --config.search.variant=puct --config.search.num_simulations=N`
-    on the shipped tiny_test config, then `python -m experiments.eval_ladder` over its checkpoints."""
+    on the shipped tiny_test config, then `python -m experiments.eval_ladder` over its checkpoints
+    (shortened: 2 games a pairing, the raw policies)."""
     workdir = tmp_path / "tiny"
     out = run([OTHELLO_JAX, "train", "--config=experiments/configs/tiny_test.py", f"--workdir={workdir}",
                "--config.search.variant=puct", "--config.search.num_simulations=8", "--config.iterations=2"])
@@ -147,7 +148,9 @@ def test_train_with_the_readme_flags_then_the_elo_ladder(tmp_path):
                      out, re.M), out[-3000:]
     assert re.search(r"^\[2/2\] \| loss ", out, re.M), out[-3000:]
     elo = tmp_path / "elo.png"
-    out = run([PYTHON, "-m", "experiments.eval_ladder", f"--workdir={workdir}", "--games=2", "--sims=2",
+    # the networks' raw policies (the ladder's default --sims=0): a searching match compiles for a
+    # minute of CI a pairing, and the arena's tests play searching networks
+    out = run([PYTHON, "-m", "experiments.eval_ladder", f"--workdir={workdir}", "--games=2",
                "--baselines=random,greedy", f"--out={elo}"])
     assert re.search(r"^iteration 2 +-?\d+ +\[", out, re.M) and re.search(r"^random +0 ", out, re.M), out
     assert elo.stat().st_size > 0 and f"Elo curve written to {elo}" in out
