@@ -16,8 +16,9 @@ state in --state (every 30 s and after every round); the same command resumes it
 network (the value head of --checkpoint, default builtin:6x6), heuristic (the alpha-beta
 agent's evaluation), solver (the C solver's fitted evaluation, 4 plies); each is turned into
 discs by a line fitted on the shipped test set. With --target=auto each predictor's own value
-is wrong at first (+2 for solver and heuristic, -12 for the network), and refuting a wrong
-hypothesis costs more than proving the right one (experiments/RESULTS.md, 2026-12-02).
+is wrong at first (+2 for solver and heuristic, -12 for the network); the target then follows
+the predictions round by round, the refuted ones replaced by what was proved (the solver's
+evaluation: 336 s of CPU, against 195 s from -4; experiments/RESULTS.md, 2026-12-02).
 """
 
 from __future__ import annotations

@@ -112,6 +112,10 @@ class ProofSearch:
         self.root = self._add(settled.position, settled.final)
         if target is not None:  # a hypothesis given (black's view), as the paper's draw was
             self.target = target * self.root_sign
+        # without one, the target follows the predictions' minimax every round (refuted pivot
+        # predictions replaced by what was proved), so a wrong first guess is left as soon as the
+        # solves say so rather than only once it is disproved outright
+        self.follow = target is None
 
     # ---- the tree ------------------------------------------------------------------------
     def _add(self, position: Position, final: int | None) -> Position:
@@ -229,12 +233,12 @@ class ProofSearch:
         """(target, [(pivot position, kind, t)]): the value to prove and the pivot hypotheses
         that would prove it, cheapest first where there is a choice (Algorithm 1).
 
-        The target is the root's predicted value, kept until what is proved excludes it (as the
-        paper kept its draw hypothesis).
+        The target is a given hypothesis, kept until what is proved excludes it (as the paper kept
+        its draw hypothesis), or else the root's predicted value of this round.
         """
         proved, est, costs = {}, {}, {}
         lo, hi = self._interval(self.root, proved)
-        if self.target is None or not lo <= self.target <= hi:
+        if self.follow or self.target is None or not lo <= self.target <= hi:
             self.target = self._estimate(self.root, est, proved)
         target = self.target
         chosen: list[tuple[Position, int, int]] = []
