@@ -76,6 +76,7 @@ def test_the_supervised_arm_makes_its_labels_inside_the_budget_and_learns_for_th
                                "per-band": ab_screen.LABEL_ARMS["supervised"]}
 
 
+@pytest.mark.slow  # an experiment's arm trained end to end: a CI minute (its bad input is checked below)
 def test_label_then_learn_charges_the_labels_to_the_budget_and_reuses_them(tmp_path, capsys):
     import json
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 
 from experiments import search_scaling
 from othello_jax.solver import solved_moves as ts
@@ -34,6 +35,7 @@ def test_by_margin_groups_positions_by_the_size_of_their_exact_value():
     assert f"loss/move {loss:5.2f}" in [line for line in lines if line.strip().startswith("1 ")][-1]
 
 
+@pytest.mark.slow  # an experiment's whole run (a search compiled per simulation count): a CI minute
 def test_main_on_a_sample_of_a_test_set(capsys):
     assert search_scaling.main(["--checkpoint=builtin:6x6", "--sims", "0", "2", "--no-variants",
                                 "--positions=60"]) == 0
