@@ -92,11 +92,14 @@ def timed_search(text: str, args: argparse.Namespace) -> TimedSearch:
     """The network ``text``'s search on the clock, solving the endgame as the players do."""
     from othello_jax.agents import playing_search_config
     from othello_jax.agents.neural import load_network, network_apply_fn
+    from othello_jax.agents.opening_book import shipped_book
     from othello_jax.agents.timed import TimedSearch
 
     game, network, variables = load_network(text)
+    # the opening book answers the first moves while the search still compiles, as in `play`
     return TimedSearch(game, network_apply_fn(game, network), variables, playing_search_config(args.search, args.sims),
-                       network.value_margin, solve_empties=exact_empties(args.solve).get(game.size, 0))
+                       network.value_margin, solve_empties=exact_empties(args.solve).get(game.size, 0),
+                       book=shipped_book())
 
 
 def lineup_entry(text: str, args: argparse.Namespace) -> tuple[Callable[[int], WebEngine], tuple[int, ...], bool]:
