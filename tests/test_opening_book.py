@@ -3,6 +3,7 @@ answering a timed player's first moves while its search compiles."""
 
 from __future__ import annotations
 
+import re
 import threading
 
 import jax
@@ -13,6 +14,8 @@ from othello_jax.agents.opening_book import PERMUTATIONS, OpeningBook, build_boo
 from othello_jax.agents.timed import TimedSearch
 from othello_jax.game import Othello, play_transcript, square_name
 from othello_jax.game.bitboard import board_mask_int
+from othello_jax.interface import session as session_module
+from othello_jax.interface.session import GameSession
 from othello_jax.solver import c_solver
 from tests.conftest import tiny_net
 
@@ -79,3 +82,32 @@ def test_a_timed_player_answers_from_the_book_until_its_search_is_ready(monkeypa
     thread = timed.prepare_in_background()
     thread.join(10)
     assert started.is_set() and not thread.daemon and timed.ready
+
+
+def test_a_book_reply_says_nothing_of_compiling_and_a_move_that_waits_for_the_search_does(monkeypatch):
+    monkeypatch.setattr(session_module, "_PREPARED", {})  # no agent has moved yet
+    apply_fn, variables = tiny_net(8)
+    timed = TimedSearch(GAME, apply_fn, variables, playing_search_config("gumbel", 16), chunk=8, capacity=64,
+                        book=shipped_book())
+    agent, lines = timed.agent(1.0), []
+    GameSession(GAME).agent_move(agent, jax.random.PRNGKey(0), say=lines.append)
+    assert timed.last_move.source == "book" and lines == []  # no one waited for a compile
+    past_the_book = play_transcript("f5d6c3d3c4f4f6f3e6e7d7c5b6", GAME)[0]
+    with session_module.announce_preparation(agent, GAME, lines.append, past_the_book):  # this move waits
+        pass
+    assert len(lines) == 1 and re.fullmatch(r"preparing the search: (compiling|loading) the search for 8x8.*\.\.\.",
+                                            lines[0]), lines
+    with session_module.announce_preparation(agent, GAME, lines.append, past_the_book):  # said once
+        pass
+    assert len(lines) == 1
+    # without a book the first move waits: said as before; once the search is ready, nothing is
+    bookless = TimedSearch(GAME, apply_fn, variables, playing_search_config("gumbel", 16), chunk=8, capacity=64)
+    first = bookless.agent(1.0)
+    with session_module.announce_preparation(first, GAME, lines.append, GAME.init()):
+        pass
+    assert len(lines) == 2 and lines[1].startswith("preparing the first move: "), lines
+    bookless.ready = True
+    ready = bookless.agent(1.0)
+    with session_module.announce_preparation(ready, GAME, lines.append, past_the_book):
+        pass
+    assert len(lines) == 2

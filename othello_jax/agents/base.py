@@ -31,6 +31,9 @@ class Agent:
         key)`` and its (array) parameters, e.g. a network's variables. The arena then passes
         the parameters as arguments, so agents differing only in parameters (the checkpoints of
         a run) share one compiled match instead of baking each network into its own.
+    ready_for: optional, for host agents whose programs compile in the background: whether the
+        move in one (unbatched) position waits for no compile (an opening book's reply while a
+        clocked search compiles); the players then say nothing of compiling before it.
     """
 
     name: str
@@ -40,6 +43,7 @@ class Agent:
     close: Callable[[], None] | None = None
     params: Any = dataclasses.field(default=None, compare=False)
     act_with_params: Callable[[Any, State, jax.Array], jax.Array] | None = None
+    ready_for: Callable[[State], bool] | None = dataclasses.field(default=None, compare=False)
 
 
 class AgentSpecError(InputError):

@@ -168,6 +168,17 @@ class TimedSearch:
             self.last_move = move
             return move
 
+    def waits(self, state: State, seconds: float | None = None) -> bool:
+        """Whether the move for one (unbatched) position with ``seconds`` would wait for the
+        search's programs to compile now: not once they are ready, nor for an only move, an
+        endgame the solver plays, or a reply from the book."""
+        if self.ready or len(legal_actions_on_host(state, self.game)) <= 1:
+            return False
+        depth = solve_depth(math.inf if seconds is None else seconds, self.solve_empties)
+        if depth and int(empties_on_host(state, self.game)) <= depth:
+            return False
+        return self._book_move(state) is None
+
     def run(self, states: State, key: jax.Array, simulations: int) -> SearchResult:
         """A whole search of a batch of positions with ``simulations``: the tree of
         ``run_search``, on this player's compiled programs (e.g. a hint's analysis)."""
@@ -238,4 +249,7 @@ class TimedSearch:
                     actions[row] = move.action
             return actions
 
-        return Agent(name=name, act=act, jittable=False)
+        def ready_for(state: State) -> bool:  # the players' first-move notice: whether the move waits
+            return not self.waits(state, budget.for_move(state, self.game)[0])
+
+        return Agent(name=name, act=act, jittable=False, ready_for=ready_for)

@@ -187,23 +187,28 @@ class GameSession:
         agent's first move is announced by ``say`` (default: standard error; :func:`announce_preparation`)."""
         if getattr(agent, "start_games", None) is not None and self.from_initial:
             agent.start_games([list(self.actions)])
-        with announce_preparation(agent, self.game, say):
+        with announce_preparation(agent, self.game, say, self.state):
             return agent_action(agent, self.state, key)
 
 
-_PREPARED: dict[int, Callable[[], Any]] = {}  # id(agent) -> (a weak reference to) each agent that has moved
+_PREPARED: dict[int, tuple[Callable[[], Any], bool]] = {}  # id(agent) -> (a weak reference to it, whether
+# its preparation was announced), for each agent that has moved in this process
 
 
-def _first_move_of(agent: Any) -> bool:
-    """Whether ``agent`` (this object) has not moved in this process yet; marks it as moved."""
-    seen = _PREPARED.get(id(agent))
-    if seen is not None and seen() is agent:
-        return False
+def _seen(agent: Any) -> tuple[bool, bool]:
+    """(whether ``agent``, this object, has moved in this process; whether its preparation was announced)."""
+    entry = _PREPARED.get(id(agent))
+    if entry is None or entry[0]() is not agent:
+        return False, False
+    return True, entry[1]
+
+
+def _mark(agent: Any, announced: bool) -> None:
     try:
-        _PREPARED[id(agent)] = weakref.ref(agent)
+        ref: Callable[[], Any] = weakref.ref(agent)
     except TypeError:  # an object without weak references (a test's namespace): kept alive instead
-        _PREPARED[id(agent)] = lambda: agent
-    return True
+        ref = lambda: agent
+    _PREPARED[id(agent)] = (ref, announced)
 
 
 def _what_compiles(agent: Any) -> str | None:
@@ -219,22 +224,34 @@ def _what_compiles(agent: Any) -> str | None:
     return {"gtp": None, "perfect": None, "random": "the agent", "greedy": "the agent"}.get(kind, "the search")
 
 
-def announce_preparation(agent: Any, game: Othello, say: Say | None = None) -> contextlib.AbstractContextManager:
+def announce_preparation(agent: Any, game: Othello, say: Say | None = None,
+                         state: State | None = None) -> contextlib.AbstractContextManager:
     """Wrap an agent's move (or a search with its program, such as a network's analysis): the first
     time this agent moves in the process, say "preparing the first move: compiling the search for
     8x8 (about 40 s on a 2-core CPU the first time; cached for next time)..." (or "loading the
     search for 8x8 from the compilation cache...") and, once it took long, "first move ready in
     47 s" (``say``: standard error by default, where an engine's protocol on standard output
     stays clean).
+    An agent whose move in ``state`` waits for no compile (its ``ready_for(state)`` is true: a
+    clocked network's opening-book reply while its search compiles in the background, or a search
+    already compiled) says nothing; the first of its moves that waits says "preparing the search:
+    compiling the search for 8x8 ..." (the first move's words if it is the first).
     Later moves and agents that compile nothing: nothing is said. The one place the players
     (`play`, the GTP and NBoard engines) announce their first move."""
-    if not _first_move_of(agent):
+    moved, announced = _seen(agent)
+    if announced:
         return contextlib.nullcontext()
+    ready_for = getattr(agent, "ready_for", None)
+    if state is not None and ready_for is not None and ready_for(state):
+        _mark(agent, False)  # answered without waiting: the compile, if any, is still to be announced
+        return contextlib.nullcontext()
+    _mark(agent, True)
     what = _what_compiles(agent)
     if what is None:
         return contextlib.nullcontext()
     notice = compiling(f"{what} for {game.size}x{game.size}", key=program_key(agent))
-    return say_while(notice.reworded(f"preparing the first move: {notice}"), say, done="first move ready")
+    lead, done = ("preparing the search", "search ready") if moved else ("preparing the first move", "first move ready")
+    return say_while(notice.reworded(f"{lead}: {notice}"), say, done=done)
 
 
 def program_key(agent: Any) -> tuple:
