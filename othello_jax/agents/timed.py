@@ -102,6 +102,7 @@ class TimedSearch:
                  capacity: int = CAPACITY, clock: Callable[[], float] = time.perf_counter,
                  book: OpeningBook | None = None):
         self.game, self.variables, self.value_margin = game, variables, value_margin
+        self.apply_fn, self.config = apply_fn, config  # the network and settings (a hint's analyzer shares them)
         self.solve_empties, self.solver, self.clock = int(solve_empties), solver, clock
         self.search = ChunkedSearch(config, apply_fn, game, value_margin, chunk, capacity)
         self.chunk_seconds: float | None = None  # a chunk's seconds, averaged over the moves so far

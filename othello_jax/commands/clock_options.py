@@ -17,6 +17,7 @@ from othello_jax.errors import InputError
 
 if TYPE_CHECKING:
     from othello_jax.agents import Agent
+    from othello_jax.agents.timed import TimedSearch
     from othello_jax.game import Othello
 
 _CLOCK = re.compile(r"\s*(\d+(?:\.\d*)?)\s*(?:\+\s*(\d+(?:\.\d*)?)\s*)?")
@@ -95,33 +96,19 @@ def timed_player(checkpoint: str, budget: MoveBudget, sims: int = agent_options.
     import jax
     import numpy as np
 
-    from othello_jax.agents import playing_search_config
     from othello_jax.agents.base import Agent
-    from othello_jax.agents.neural import load_network, network_apply_fn
-    from othello_jax.agents.opening_book import shipped_book
-    from othello_jax.agents.timed import TimedSearch
     from othello_jax.evaluation.analysis import Analyzer, format_search_line, summarize
-    from othello_jax.solver import c_solver
 
-    if solve is not None and solve < 0:
-        raise AgentOptionError(f"--solve must be >= 0 empty squares, got {solve}")
-    try:
-        game, network, variables = load_network(checkpoint)
-        config = playing_search_config(variant, sims)
-    except InputError as error:
-        raise AgentOptionError(str(error)) from None
-    apply_fn = network_apply_fn(game, network)
-    native = c_solver.available()
-    depth = 0 if solve == 0 or (solve is None and not native) else agent_options.endgame_depth(game.size, solve)
-    timed = TimedSearch(game, apply_fn, variables, config, network.value_margin, solve_empties=depth,
-                        solver="c" if native else "auto", book=shipped_book() if background else None)
+    timed = network_search(checkpoint, variant, sims, solve, book=background)
+    game, apply_fn, variables, config = timed.game, timed.apply_fn, timed.variables, timed.config
+    depth, native = timed.solve_empties, timed.solver == "c"
     if background:
         from othello_jax.interface.session import GameSession
 
         board = GameSession(game)  # the board's small programs first: beside the search's compile they wait long
         board.play(board.legal_actions()[0])
         timed.prepare_in_background()
-    analyzer = Analyzer(game, apply_fn, variables, config, network.value_margin)
+    analyzer = Analyzer(game, apply_fn, variables, config, timed.value_margin)
     analyzer.search = lambda states, key: timed.run(states, key, sims)  # hints: the same compiled programs
     name = f"network, {describe(budget)}" + (f",solve={depth}" + (",solver=c" if native else "") if depth else "")
     inner = timed.agent(budget, name)
@@ -130,7 +117,7 @@ def timed_player(checkpoint: str, budget: MoveBudget, sims: int = agent_options.
         actions = inner.act(states, key)
         move = timed.last_move
         searched = move is not None and move.result is not None
-        analyzer.last_move = summarize(move.result, 0, game, network.value_margin) if searched else None
+        analyzer.last_move = summarize(move.result, 0, game, timed.value_margin) if searched else None
         return actions
 
     searching = Agent(name=name, act=act, jittable=False)
@@ -166,6 +153,37 @@ def timed_player(checkpoint: str, budget: MoveBudget, sims: int = agent_options.
                 f"{move.seconds - move.waited:.1f} s{waited})")
 
     return Player(agent.name, game.size, (game.size,), make_agent, analyzer, commentary)
+
+
+def network_search(checkpoint: str, variant: str = "gumbel", sims: int = agent_options.PLAYING_SIMULATIONS,
+                   solve: int | None = None, book: bool = True, c_solver_only: bool = False) -> TimedSearch:
+    """The network ``checkpoint``'s search on the clock (``variant``, ``sims`` simulations where a
+    move is given no time), for `play`, `engine` (:func:`timed_player`) and `serve`.
+
+    Positions with at most ``solve`` empties are solved exactly (None: the board's default depth
+    with the C solver when it builds, none without it; 0: never; E: E empties, with the slower JAX
+    solver where the C one does not build, unless ``c_solver_only``: then none, as `serve`, whose
+    exact hints need the C solver). ``book``: the shipped 8x8 opening book answers the positions
+    it knows while the search is not compiled yet. :class:`AgentOptionError` when the network
+    cannot be loaded or the options are bad."""
+    from othello_jax.agents import playing_search_config
+    from othello_jax.agents.neural import load_network, network_apply_fn
+    from othello_jax.agents.opening_book import shipped_book
+    from othello_jax.agents.timed import TimedSearch
+    from othello_jax.solver import c_solver
+
+    if solve is not None and solve < 0:
+        raise AgentOptionError(f"--solve must be >= 0 empty squares, got {solve}")
+    try:
+        game, network, variables = load_network(checkpoint)
+        config = playing_search_config(variant, sims)
+    except InputError as error:
+        raise AgentOptionError(str(error)) from None
+    native = c_solver.available()
+    unsolved = solve == 0 or (not native and (solve is None or c_solver_only))
+    depth = 0 if unsolved else agent_options.endgame_depth(game.size, solve)
+    return TimedSearch(game, network_apply_fn(game, network), variables, config, network.value_margin,
+                       solve_empties=depth, solver="c" if native else "auto", book=shipped_book() if book else None)
 
 
 def _with_proof(agent: Agent, game: Othello, depth: int) -> Agent:

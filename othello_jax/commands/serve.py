@@ -28,13 +28,12 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from othello_jax.commands import agent_options
+from othello_jax.commands import agent_options, clock_options
 from othello_jax.commands.command import failure, make_parser
 from othello_jax.commands.engine import exact_empties
 from othello_jax.errors import InputError
 
 if TYPE_CHECKING:
-    from othello_jax.agents.timed import TimedSearch
     from othello_jax.interface.web_games import GameTable
 
 DEFAULT_AGENTS = ("builtin:8x8-expert", "builtin:6x6", "alphabeta:3", "greedy", "random")
@@ -88,20 +87,6 @@ class WebEngine:
     timed: Any = None
 
 
-def timed_search(text: str, args: argparse.Namespace) -> TimedSearch:
-    """The network ``text``'s search on the clock, solving the endgame as the players do."""
-    from othello_jax.agents import playing_search_config
-    from othello_jax.agents.neural import load_network, network_apply_fn
-    from othello_jax.agents.opening_book import shipped_book
-    from othello_jax.agents.timed import TimedSearch
-
-    game, network, variables = load_network(text)
-    # the opening book answers the first moves while the search still compiles, as in `play`
-    return TimedSearch(game, network_apply_fn(game, network), variables, playing_search_config(args.search, args.sims),
-                       network.value_margin, solve_empties=exact_empties(args.solve).get(game.size, 0),
-                       book=shipped_book())
-
-
 def lineup_entry(text: str, args: argparse.Namespace) -> tuple[Callable[[int], WebEngine], tuple[int, ...], bool]:
     """(build(sims) -> the engine, its board sizes, whether it is a network) for one --agent;
     a network is loaded now (a bad one fails at the start, not in the page)."""
@@ -111,7 +96,9 @@ def lineup_entry(text: str, args: argparse.Namespace) -> tuple[Callable[[int], W
         return (lambda sims: engine), engine.sizes, False
     first = agent_options.with_endgame_solve(agent_options.checkpoint_player(text, args.sims, args.search), args.solve)
     try:
-        timed = timed_search(text, args)
+        # the opening book answers the first moves while the search still compiles, as in `play`; the
+        # endgame is solved as the players solve it where the C solver builds (the hints' exact values need it)
+        timed = clock_options.network_search(text, args.search, args.sims, args.solve, c_solver_only=True)
     except InputError as error:
         raise agent_options.AgentOptionError(str(error)) from None
 
