@@ -36,7 +36,8 @@ Left out, and why:
   and extended on the users' two-core layout, equal to the run never stopped) and
   tests/test_preemption.py (the quickstart's own stop and resume on its minutes clock is here);
 - marked slow (minutes each on 2 cores; `bash scripts/test.sh -m ""` runs them):
-  `python -m experiments.bench_cores` (compiles the quickstart config twice, one and two devices).
+  `python -m experiments.bench_cores` (compiles the quickstart config twice, one and two devices; its
+  supervised workload too).
 """
 
 from __future__ import annotations
@@ -277,6 +278,7 @@ def test_bench_cores():
     assert re.search(r"^all cores vs one: \d+\.\d\dx$", out, re.M), out
 
 
+@pytest.mark.slow  # a benchmark the README does not name (34 s of CI), like test_bench_cores above
 def test_bench_cores_times_the_supervised_step_on_both_layouts():
     """The supervised workload: one pinned device, then the batch split over one device per core."""
     out = run([PYTHON, "-m", "experiments.bench_cores", "--workload", "supervised:1x8", "--iterations", "2"],

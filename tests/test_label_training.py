@@ -273,6 +273,7 @@ def test_labels6_config_is_the_quickstart_network_on_the_minutes_clock():
         supervised.resolve(config)
 
 
+@pytest.mark.slow  # CI runs the same three steps as the README's commands (tests/test_entry_points.py)
 def test_a_labels6_network_starts_the_quickstart_run(labels_file, tmp_path):
     """Pretraining on exact labels, then self-play: the quickstart (``othello6_cpu``) takes a
     ``:labels6`` run as its ``init_network`` as it is (same architecture and board)."""

@@ -404,7 +404,7 @@ def test_the_expert_start_is_othello8_cpus_network_so_self_play_can_start_from_i
 
 def test_the_two_recipes_differ_only_in_their_optimizer_and_penalty(small_wthor, tmp_path):
     """supervised:recipe_sgd (Liskowski et al.'s) and :recipe_adamw (the project's): same network,
-    split, batch and steps; SGD's rate is 0.1 halved 12 times over the run; both train."""
+    split, batch and steps; SGD's rate is 0.1 halved 12 times over the run; SGD trains."""
     from experiments.configs.supervised import RECIPE_STEPS
     from othello_jax.training.compiled.optimizers import learning_rate_schedule
 
@@ -416,10 +416,10 @@ def test_the_two_recipes_differ_only_in_their_optimizer_and_penalty(small_wthor,
     rate = learning_rate_schedule(supervised.check_config(sgd).optimizer)
     assert float(rate(0)) == pytest.approx(0.1) and float(rate(RECIPE_STEPS // 2)) == pytest.approx(0.1 / 2 ** 6)
     assert float(rate(RECIPE_STEPS)) == pytest.approx(0.1 / 2 ** 12)
-    for name, config in (("sgd", sgd), ("adamw", adamw)):
-        config.update(total_steps=4, eval_every=4, log_every=2, eval_positions=300)
-        result = supervised.run(config, tmp_path / name, log=lambda _: None)
-        assert 0 <= result["top1"] <= result["top3"] <= 1
+    supervised.check_config(adamw)  # AdamW trains in every other supervised test (wthor_cpu's recipe); SGD only here
+    sgd.update(total_steps=4, eval_every=4, log_every=2, eval_positions=300)
+    result = supervised.run(sgd, tmp_path / "sgd", log=lambda _: None)
+    assert 0 <= result["top1"] <= result["top3"] <= 1
 
 
 def test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play(small_wthor, tmp_path):
