@@ -2,7 +2,7 @@
 
 Issue 65's table: the shipped 8x8 player at 1, 3 and 10 s a move against itself at 256
 simulations, 200 XOT games each (100 openings, both colours), the endgame solved as the players
-solve it (18 empties on 8x8, fewer when a move has less than a second: agents/timed.py):
+solve it (20 empties on 8x8, fewer when a move has less than a second: agents/timed.py):
 
     python -m experiments.bench_time_strength --seconds 1 3 10 --games=200 \\
         --openings=../shared/data/xot/openingslarge.txt --cells=runs/time_strength.jsonl

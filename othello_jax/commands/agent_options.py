@@ -38,7 +38,11 @@ PLAYING_SIMULATIONS = 256
 # 6x6 again with the faster solver (issue 66), 2026-12-02, `--size=6 --empties=20-24 --count=20
 # --seed=1`, a loaded machine: worst 0.17 s at 20, 0.34 s at 21, 0.93 s at 22, 1.29 s at 23, 2.1 s
 # at 24 empties (CPU s). 22 it is: 10-ply openings of 6x6 are solved from their first move.
-PLAYING_SOLVE_DEPTH = {4: 16, 6: 22, 8: 18}
+# 8x8 again with the faster solver (issue 66), 2026-12-02, `python -m experiments.bench_solve_depth
+# --count=20 --games=60 --single=8` (positions from the expert network's own XOT games, a loaded
+# machine): median/p90/max wall s 0.17/0.48/1.11 at 20 empties, 0.51/2.5/5.1 at 22, against
+# ~0.45 s for its 256-simulation move; 20 against 18 in 400 XOT games: 0.549 +- 0.019. 20 it is.
+PLAYING_SOLVE_DEPTH = {4: 16, 6: 22, 8: 20}
 PROOF_SIZE = 6  # the board of the shipped proof (othello-jax solve-6x6), which networks' players follow
 
 
