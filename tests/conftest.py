@@ -96,11 +96,12 @@ def optimized_compilation(request):
 LONGEST_FIRST = (
     "test_quickstart_stopped_resumed_then_export_and_analyze_its_network",
     "test_sigterm_resume_and_extension_equal_the_uninterrupted_run",
-    "test_train_with_the_readme_flags_then_the_elo_ladder",
-    "test_supervised_training_then_accuracy",
-    "test_jax_solver_matches_brute_force",
-    "test_a_tiny_run_with_every_option_logs_the_new_terms_and_checkpoints",
+    "test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play",
     "test_periodic_evaluation_scores_baselines_keeps_the_best_and_reuses_compiled_matches",
+    "test_one_sigint_during_the_in_run_evaluation_abandons_it_saves_the_iteration_and_resumes",
+    "test_exact_labels_then_learning_in_one_budget",
+    "test_supervised_learning_splits_its_batch_and_matches_one_device",
+    "test_train_with_the_readme_flags_then_the_elo_ladder",
 )
 
 

@@ -42,9 +42,11 @@ def legal_at(game: Othello, states: State, actions) -> np.ndarray:
 
 
 CASES = [(4, 1), (4, 3), (6, 2), (8, 2)]
+# CI runs the deepest search and the largest board; the other two only with -m "" (the same code)
+CASE_PARAMS = [pytest.param(*case, marks=[] if case in ((4, 3), (8, 2)) else [pytest.mark.slow]) for case in CASES]
 
 
-@pytest.mark.parametrize("size,depth", CASES)
+@pytest.mark.parametrize("size,depth", CASE_PARAMS)
 def test_alphabeta_value_equals_full_width_minimax(size, depth):
     """The pruned stack search and brute-force expansion (over the game's own step) agree."""
     game = Othello(size)

@@ -37,7 +37,10 @@ Left out, and why:
   tests/test_preemption.py (the quickstart's own stop and resume on its minutes clock is here);
 - marked slow (minutes each on 2 cores; `bash scripts/test.sh -m ""` runs them):
   `python -m experiments.bench_cores` (compiles the quickstart config twice, one and two devices; its
-  supervised workload too).
+  supervised workload too); the pretraining chain (make-labels, `train_supervised` on `:labels6`,
+  the quickstart from that network), each step of which CI runs on its own: `make-labels` in
+  tests/test_labels.py (the command's main), `train_supervised` on labels as users run it in
+  tests/test_label_training.py, `--config.init_network` in tests/test_init_network.py.
 """
 
 from __future__ import annotations
@@ -174,10 +177,12 @@ def test_engine_serves_a_network_over_gtp():
 
 def test_eval_against_a_gtp_engine_from_openings(tmp_path, shared_data):
     """The README's Edax match, with the fake engine: `othello-jax eval --black="net:ckpt=...,sims=N"
-    --white='gtp:cmd="ENGINE",timeout=120' --games=N --openings=XOT --batch=10 --save-games=FILE`."""
+    --white='gtp:cmd="ENGINE",timeout=120' --games=N --openings=XOT --batch=10 --save-games=FILE`
+    (shortened: the network's raw policy, as an 8x8 search's compile cost two of CI's minutes here;
+    tests/test_gtp_agent.py plays searching networks against the fake engine in process)."""
     games = tmp_path / "games.txt"
     engine = f"{PYTHON} tests/fake_gtp_engine.py"
-    out = run([OTHELLO_JAX, "eval", "--black=net:ckpt=builtin:8x8,sims=2", f'--white=gtp:cmd="{engine}",timeout=120',
+    out = run([OTHELLO_JAX, "eval", "--black=net:ckpt=builtin:8x8,sims=0", f'--white=gtp:cmd="{engine}",timeout=120',
                "--games=2", f"--openings={shared_data / 'xot' / 'openingslarge.txt'}", "--batch=10",
                f"--save-games={games}"])
     assert re.search(r"^  W/D/L      \d / \d / \d(  \(wipeouts: \d won, \d lost\))?$", out, re.M)
@@ -205,6 +210,8 @@ def test_make_testset_and_score_on_the_shipped_testset(tmp_path):
     assert re.search(r"on 500 test positions \(6x6\)", out) and re.search(r"^     all    500 ", out, re.M), out
 
 
+@pytest.mark.slow  # 70 s of CI: the README's expert start runs the same two commands as users run them in
+# CI (tests/test_supervised.py::test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play)
 def test_supervised_training_then_accuracy(tmp_path, shared_data):
     """`python -m experiments.train_supervised --config=experiments/configs/supervised.py:cpu` on three
     WThor years for 4 steps, then `othello-jax accuracy --checkpoint=WORKDIR` on the held-out year."""
@@ -223,6 +230,7 @@ def test_supervised_training_then_accuracy(tmp_path, shared_data):
     assert re.search(r"^all +\d+ +\d+\.\d% +\d+\.\d%$", out, re.M), out
 
 
+@pytest.mark.slow  # 112 s of CI; each step runs elsewhere in CI (see the module's docstring)
 def test_pretraining_on_exact_labels_then_the_quickstart_from_that_network(tmp_path):
     """The README's pretraining commands: `othello-jax make-labels`, `python -m
     experiments.train_supervised` with `:labels6` on that file, then `othello-jax train` of the
@@ -258,12 +266,14 @@ def test_exact_labels_then_learning_in_one_budget(tmp_path):
     assert re.search(r"^  games +2 ", out, re.M), out[-3000:]
 
 
+# CI runs one `python -m` launch of a benchmark module (40-45 s each here, most of it starting jax and
+# compiling); bench_env and bench_arena, which no user-facing page names, only with -m ""
 @pytest.mark.parametrize("command, expect", [
-    ([PYTHON, "-m", "experiments.bench_env", "--batch", "64", "--plies", "8", "--repeats", "1"],
-     r"^ +64 +random +[\d,]+ +[\d,]+ +\d+\.\dx"),
+    pytest.param([PYTHON, "-m", "experiments.bench_env", "--batch", "64", "--plies", "8", "--repeats", "1"],
+                 r"^ +64 +random +[\d,]+ +[\d,]+ +\d+\.\dx", marks=pytest.mark.slow),
     ([PYTHON, "-m", "experiments.bench_solver", "--ffo", "40", "--empties", "6", "--batch", "16"], r"scores agree"),
-    ([PYTHON, "-m", "experiments.bench_arena", "--games", "8", "--repeats", "1"],
-     r"^run 1: .* for 8 games .*score \d\.\d{3} for alphabeta:depth=2$"),
+    pytest.param([PYTHON, "-m", "experiments.bench_arena", "--games", "8", "--repeats", "1"],
+                 r"^run 1: .* for 8 games .*score \d\.\d{3} for alphabeta:depth=2$", marks=pytest.mark.slow),
 ], ids=["bench_env", "bench_solver", "bench_arena"])
 def test_benchmarks(command, expect, shared_data):
     if "experiments.bench_solver" in command:

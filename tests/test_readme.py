@@ -216,6 +216,10 @@ def test_every_readme_command_is_run_by_a_test_or_said_to_need_more():
         file, _, function = test.partition("::")
         module = importlib.import_module(file.removesuffix(".py").replace("/", "."))
         assert callable(getattr(module, function, None)), f"{command}: no test {test}"
+        # CI leaves the tests marked slow out: a README command's test must not be one of them
+        marks = [getattr(getattr(module, function), "pytestmark", []), getattr(module, "pytestmark", [])]
+        names = {mark.name for found in marks for mark in (found if isinstance(found, list) else [found])}
+        assert "slow" not in names, f"{command}: {test} is marked slow, so CI never runs it"
 
 
 def test_play_the_shipped_8x8_network():

@@ -50,10 +50,13 @@ def assert_same_results(a, b):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=jax.tree_util.keystr(path))
 
 
-# every variant, depth limit and kind of position; the depth limit on the passing positions is
-# also compared by test_select_updates_build_the_same_trees, so those two cases run only with -m ""
+# every variant, depth limit and kind of position with -m ""; CI (not slow) runs each variant with
+# no depth limit on the passing positions and with a depth limit on the late ones, so every
+# variant, limit and kind is compared there at least once (the depth limit on the passing positions
+# is also compared by test_select_updates_build_the_same_trees)
+CI_CASES = {(0, "passes"), (2, "late")}
 CASES = [pytest.param(variant, max_depth, positions,
-                      marks=[pytest.mark.slow] if (max_depth, positions) == (2, "passes") else [])
+                      marks=[] if (max_depth, positions) in CI_CASES else [pytest.mark.slow])
          for variant in VARIANTS for max_depth in (0, 2) for positions in sorted(POSITIONS)]
 
 

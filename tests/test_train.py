@@ -362,12 +362,21 @@ def test_stages_reach_search_gating_and_checkpoints_in_the_loop(tmp_path):
     assert sorted(int(p.name) for p in (tmp_path / "checkpoints").iterdir() if p.name.isdigit()) == [3, 4]
 
 
+def testset_config():
+    """A 6x6 config (tiny network) whose run's evaluation scores the perfect-play test set."""
+    config = synthetic_config()
+    config.eval.update(every=1, games=2, opponents="random", num_simulations=2, testset=True)
+    return config
+
+
+# 135 s of CI (the match and 500 searched test positions compile and run unoptimised): the test
+# set's scoring runs in CI through `othello-jax testset` (tests/test_entry_points.py) and
+# tests/test_perfect_play.py; this wiring of it into a run's evaluation only with -m ""
+@pytest.mark.slow
 def test_periodic_evaluation_can_score_the_perfect_play_test_set():
     from othello_jax.training.runner import arena_hooks
-    from othello_jax.training.settings.run_settings import check_config
 
-    config = synthetic_config()  # 6x6, tiny network
-    config.eval.update(every=1, games=2, opponents="random", num_simulations=2, testset=True)
+    config = testset_config()
     program = make_train(config, train.make_mesh(1))
     state = program.init_state(jax.random.PRNGKey(0))
     variables = {"params": state.params, "batch_stats": state.batch_stats}
@@ -375,6 +384,13 @@ def test_periodic_evaluation_can_score_the_perfect_play_test_set():
                                                     jax.random.PRNGKey(1))
     assert 0.0 <= scores["testset/optimal"] <= 1.0 and scores["testset/disc_loss"] >= 0.0
     assert scores["testset/disc_loss"] > 0.5  # an untrained network loses discs on 500 positions
+
+
+def test_the_test_set_in_a_runs_evaluation_needs_6x6():
+    from othello_jax.training.settings.run_settings import check_config
+
+    config = testset_config()
+    check_config(config)
     config.board_size = 8
     with pytest.raises(ValueError, match="eval.testset needs board_size 6"):
         check_config(config)
