@@ -142,6 +142,12 @@ def tiny_net(size: int) -> tuple[Callable, Any]:
     return functools.partial(net.apply, train=False), init_variables(net, jax.random.key(0), size)
 
 
+def slow_unless(cases: list[tuple], in_ci: Callable[..., bool]) -> list:
+    """``cases`` (argument tuples) as pytest params, those for which ``in_ci(*case)`` is false marked
+    ``slow``: CI runs a covering subset of a parametrized test, ``-m ""`` every case."""
+    return [pytest.param(*case, marks=[] if in_ci(*case) else [pytest.mark.slow]) for case in cases]
+
+
 def tiny_config(**overrides: Any):
     """A fresh shipped ``tiny_test`` config with ``overrides`` by dotted name (``"checkpoint.every": 5``)."""
     from experiments.configs import tiny_test

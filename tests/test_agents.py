@@ -15,6 +15,7 @@ from othello_jax import agents
 from othello_jax.agents import AgentSpecError, alphabeta, heuristic, parse_agent
 from othello_jax.game import Othello, State
 from othello_jax.game import bitboard as bb
+from tests.conftest import slow_unless
 
 
 @functools.cache
@@ -43,7 +44,7 @@ def legal_at(game: Othello, states: State, actions) -> np.ndarray:
 
 CASES = [(4, 1), (4, 3), (6, 2), (8, 2)]
 # CI runs the deepest search and the largest board; the other two only with -m "" (the same code)
-CASE_PARAMS = [pytest.param(*case, marks=[] if case in ((4, 3), (8, 2)) else [pytest.mark.slow]) for case in CASES]
+CASE_PARAMS = slow_unless(CASES, lambda size, depth: (size, depth) in ((4, 3), (8, 2)))
 
 
 @pytest.mark.parametrize("size,depth", CASE_PARAMS)

@@ -28,6 +28,7 @@ import pytest
 
 from othello_jax import cli, pretrained
 from othello_jax.checkpoint import load_agent_variables
+from tests.conftest import slow_unless
 from tests.tiny_checkpoint import save_tiny_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,8 +98,7 @@ COMMANDS = list(command_lines(Path("x"), Path("y")))
 # Through a real interpreter (what prints at its exit shows too) CI runs three commands that read a
 # checkpoint each their own way (a player, a match's spec, training's init_network); the in-process
 # test above runs every command on every damage; the other six real-CLI runs only with -m ""
-REAL_CLI = [pytest.param(command, marks=[] if command in ("play", "eval", "train") else [pytest.mark.slow])
-            for command in COMMANDS]
+REAL_CLI = slow_unless([(command,) for command in COMMANDS], lambda command: command in ("play", "eval", "train"))
 
 
 def digest(path: Path) -> dict[str, str]:

@@ -18,6 +18,7 @@ from othello_jax.checkpoint import CheckpointError, load_agent_variables
 from othello_jax.commands import export_network
 from othello_jax.evaluation.arena import match_openings, play_match
 from othello_jax.game import Othello, play_transcript, square_name
+from tests.conftest import slow_unless
 from tests.tiny_checkpoint import save_tiny_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,8 +62,7 @@ def test_bad_network_files_give_one_line_errors(tmp_path, capsys):
 
 SHIPPED = [("6x6", 6), ("8x8", 8), ("8x8-expert", 8), ("8x8-large", 8)]
 # CI runs the two networks the README plays; the other two only with -m "" (the same code, other weights)
-SHIPPED_PARAMS = [pytest.param(name, size, marks=[] if name in ("6x6", "8x8-expert") else [pytest.mark.slow])
-                  for name, size in SHIPPED]
+SHIPPED_PARAMS = slow_unless(SHIPPED, lambda name, size: name in ("6x6", "8x8-expert"))
 
 
 def _score_against_greedy(name: str, size: int, spec_options: str) -> object:

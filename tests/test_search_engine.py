@@ -10,6 +10,7 @@ import pytest
 
 from othello_jax import search
 from othello_jax.game import Othello
+from tests.conftest import slow_unless
 from tests.test_search import BATCH, SIMS, config, pick_positions, random_positions, run, take
 
 VARIANTS = sorted(search.VARIANTS)
@@ -55,9 +56,9 @@ def assert_same_results(a, b):
 # variant, limit and kind is compared there at least once (the depth limit on the passing positions
 # is also compared by test_select_updates_build_the_same_trees)
 CI_CASES = {(0, "passes"), (2, "late")}
-CASES = [pytest.param(variant, max_depth, positions,
-                      marks=[] if (max_depth, positions) in CI_CASES else [pytest.mark.slow])
-         for variant in VARIANTS for max_depth in (0, 2) for positions in sorted(POSITIONS)]
+CASES = slow_unless([(variant, max_depth, positions) for variant in VARIANTS for max_depth in (0, 2)
+                     for positions in sorted(POSITIONS)],
+                    lambda variant, max_depth, positions: (max_depth, positions) in CI_CASES)
 
 
 @pytest.mark.parametrize(("variant", "max_depth", "positions"), CASES)
