@@ -31,14 +31,16 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
-import orbax.checkpoint as ocp
 
 from othello_jax import pretrained
 from othello_jax.errors import InputError
 from othello_jax.model import NetworkConfig, RetiredNetworkField, current_fields, init_variables, make_network
+
+if TYPE_CHECKING:  # imported where a checkpoint directory is opened: _orbax
+    import orbax.checkpoint as ocp
 
 FORMAT_VERSION = 1  # the plain network and replay layout
 # a network with an optional head or global pooling (model.NetworkConfig) has more variables and,
@@ -93,7 +95,9 @@ def _abstract(tree: Any) -> Any:
 def _quiet_orbax() -> None:
     """orbax logs every save at INFO and read-only opens at WARNING through absl; keep errors only.
     Also drops the late "Event loop is closed" reports of a failed restore (see
-    :func:`_drop_closed_loop_reports`)."""
+    :func:`_drop_closed_loop_reports`). Imports orbax first (where a checkpoint directory is about
+    to be opened): the loggers are set as orbax's import left them."""
+    _orbax()
     logger = logging.getLogger("absl")
     if logger.level < logging.ERROR:
         logger.setLevel(logging.ERROR)
@@ -182,7 +186,16 @@ def probe_writable(workdir: str | Path) -> None:
                               "or changed: free some space or choose another --workdir") from None
 
 
+def _orbax() -> Any:
+    """``orbax.checkpoint``, imported only where a checkpoint directory is opened (0.6 s of a
+    player's start): the builtin networks and exported ones are msgpack files that need no orbax."""
+    import orbax.checkpoint
+
+    return orbax.checkpoint
+
+
 def _manager(directory: Path, keep: int | None, async_save: bool, read_only: bool = False) -> ocp.CheckpointManager:
+    ocp = _orbax()
     options = ocp.CheckpointManagerOptions(
         max_to_keep=keep, create=not read_only, read_only=read_only,
         enable_async_checkpointing=async_save, cleanup_tmp_directories=not read_only)
@@ -263,6 +276,7 @@ class Checkpoints:
         """Save the network ``variables``, the rest of a training state (``train``: any pytree of
         arrays, e.g. optimizer state and rng key) and JSON ``meta`` as step ``step``."""
         meta = dict(meta, format_version=format_version(meta.get("network")), step=int(step))
+        ocp = _orbax()
         with self._saving(LATEST_DIR):
             self.latest.save(int(step), args=ocp.args.Composite(
                 variables=ocp.args.StandardSave(variables), train=ocp.args.StandardSave(train),
@@ -271,6 +285,7 @@ class Checkpoints:
     def save_best(self, step: int, variables: dict, meta: dict) -> None:
         """Keep ``variables`` as the best network so far (replacing the previous best)."""
         meta = dict(meta, format_version=format_version(meta.get("network")), step=int(step))
+        ocp = _orbax()
         with self._saving(BEST_DIR):
             self.best.save(int(step), args=ocp.args.Composite(
                 variables=ocp.args.StandardSave(variables), meta=ocp.args.JsonSave(meta)), force=True)
@@ -306,6 +321,7 @@ class Checkpoints:
     # ---- restoring ------------------------------------------------------------------------
     def read_meta(self, step: int) -> dict:
         path = self.workdir / LATEST_DIR / str(step)
+        ocp = _orbax()
         try:
             with _reading():
                 return dict(self.latest.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())).meta)
@@ -337,6 +353,7 @@ class Checkpoints:
         """``(variables, train)`` of step ``step``, restored into the shapes, dtypes and shardings of
         the templates given (what :meth:`save_parts` saved); one-line :class:`CheckpointError` if unreadable."""
         path = self.workdir / LATEST_DIR / str(step)
+        ocp = _orbax()
         try:
             with _reading():
                 restored = self.latest.restore(step, args=ocp.args.Composite(
@@ -506,6 +523,7 @@ def load_agent_variables(path: str | Path) -> tuple[NetworkConfig, dict, int]:
     step_dir = directory / str(step)
     where = f"{step_dir.relative_to(path)}" if step_dir != path and step_dir.is_relative_to(path) else f"step {step}"
     _quiet_orbax()
+    ocp = _orbax()
     manager = _manager(directory, None, async_save=False, read_only=True)
     try:
         try:

@@ -23,6 +23,7 @@ best two moves. With ``simulations`` instead, the tree is that of ``run_search``
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -37,7 +38,8 @@ import numpy as np
 from othello_jax.agents.base import Agent
 from othello_jax.agents.opening_book import BookMove, OpeningBook
 from othello_jax.agents.time_control import MoveBudget
-from othello_jax.game import Othello, State, batch_of_one
+from othello_jax.game import Othello, State, batch_of_one, host
+from othello_jax.game.host import legal_actions as legal_actions_on_host  # no jax program before a move
 from othello_jax.search import SearchResult
 from othello_jax.search.chunked import FIRST_PLAN, ChunkedSearch
 from othello_jax.solver import empties_on_host, solve
@@ -65,16 +67,6 @@ class TimedMove(NamedTuple):
     result: SearchResult | None = None
     games: int = 0
     waited: float = 0.0
-
-
-def legal_actions_on_host(state: State, game: Othello) -> list[int]:
-    """The legal actions of one position in numpy (``[pass]`` when forced, ``[]`` at the end): no
-    jax program to compile before a move."""
-    if bool(np.asarray(state.terminal)):
-        return []
-    bits = int(np.asarray(state.legal.lo)) | (int(np.asarray(state.legal.hi)) << 32)
-    squares = [square for square in range(64) if bits >> square & 1]
-    return [(square // 8) * game.size + square % 8 for square in squares] or [game.pass_action]
 
 
 def solve_depth(seconds: float, depth: int) -> int:
@@ -121,7 +113,8 @@ class TimedSearch:
             if self.ready:
                 return
             search = self.search
-            carry = search.start(self.variables, batch_of_one(self.game.init()), jax.random.PRNGKey(0))
+            start = batch_of_one(host.init(self.game))  # the host's start: no small programs beside the compile
+            carry = search.start(self.variables, start, jax.random.PRNGKey(0))
             carry = search.advance(self.variables, carry, jnp.asarray(search.schedule(0)))
             jax.block_until_ready(search.finish(carry))
             self.ready = True
@@ -141,11 +134,12 @@ class TimedSearch:
         except Exception:  # the first move's own prepare() raises it again, where it is reported
             pass
 
-    def move(self, state: State, key: jax.Array, seconds: float | None = None,
+    def move(self, state: State, key: jax.Array | Callable[[], jax.Array], seconds: float | None = None,
              simulations: int | None = None) -> TimedMove:
         """The move for one (unbatched) position in about ``seconds`` (at most one chunk more), or
         after ``simulations`` (the tree of ``run_search`` with that many), whichever comes first;
-        one of the two must be given."""
+        one of the two must be given. ``key``: the search's, or a function giving it, called only
+        when the move is searched (a reply from the book splits no key: a split compiles small programs)."""
         if seconds is None and simulations is None:
             raise ValueError("a timed move needs seconds or simulations")
         with self._lock:
@@ -163,7 +157,8 @@ class TimedSearch:
                 self.prepare()
                 start = self.clock()  # the time starts once the search is compiled
                 deadline = math.inf if seconds is None else start + seconds
-                result, done = self._searched(batch_of_one(state), key, deadline, simulations)
+                result, done = self._searched(batch_of_one(state), key() if callable(key) else key, deadline,
+                                              simulations)
                 move = TimedMove(int(np.asarray(result.action)[0]), self.clock() - begin, done, "search", result,
                                  waited=start - begin)
             self.last_move = move
@@ -241,11 +236,18 @@ class TimedSearch:
         def act(states: State, key: jax.Array) -> np.ndarray:
             count = int(np.asarray(states.terminal).shape[0])
             actions = np.zeros(count, np.int32)
-            for row, row_key in zip(range(count), jax.random.split(key, count), strict=True):
+            keys: list[jax.Array] = []  # the rows' keys, split once a move searches (a book reply needs none)
+
+            def row_key(row: int) -> jax.Array:
+                if not keys:
+                    keys.extend(jax.random.split(key, count))
+                return keys[row]
+
+            for row in range(count):
                 state = jax.tree.map(lambda x: np.asarray(x)[row], states)
                 if not bool(state.terminal):
                     seconds, simulations = budget.for_move(state, self.game)
-                    move = self.move(state, row_key, seconds, simulations)
+                    move = self.move(state, functools.partial(row_key, row), seconds, simulations)
                     budget.spend(int(state.color), move.seconds)
                     actions[row] = move.action
             return actions

@@ -103,10 +103,6 @@ def timed_player(checkpoint: str, budget: MoveBudget, sims: int = agent_options.
     game, apply_fn, variables, config = timed.game, timed.apply_fn, timed.variables, timed.config
     depth, native = timed.solve_empties, timed.solver == "c"
     if background:
-        from othello_jax.interface.session import GameSession
-
-        board = GameSession(game)  # the board's small programs first: beside the search's compile they wait long
-        board.play(board.legal_actions()[0])
         timed.prepare_in_background()
     analyzer = Analyzer(game, apply_fn, variables, config, timed.value_margin)
     analyzer.search = lambda states, key: timed.run(states, key, sims)  # hints: the same compiled programs
@@ -120,7 +116,7 @@ def timed_player(checkpoint: str, budget: MoveBudget, sims: int = agent_options.
         analyzer.last_move = summarize(move.result, 0, game, timed.value_margin) if searched else None
         return actions
 
-    searching = Agent(name=name, act=act, jittable=False)
+    searching = Agent(name=name, act=act, jittable=False, ready_for=inner.ready_for)  # a book reply: no notice
     proved = _with_proof(searching, game, depth)  # 6x6: the shipped proof's moves where it has them
 
     verdict: list[str | None] = [None]  # what the proof says of the position the last move was chosen in

@@ -2,7 +2,8 @@
 play notebook.
 
 A :class:`GameSession` keeps every position so far (for undo and the game record) and checks
-each move for legality with a clear message. It works on single, unbatched states; the
+each move for legality with a clear message. It works on single, unbatched states, with the
+host's rules (:mod:`othello_jax.game.host`: no program to compile before a player's first reply); the
 agents work on batches, so :func:`agent_action` wraps one position into a batch of one. An
 agent's first move compiles its program (a network's search: most of a minute on a small CPU,
 seconds once jax's compilation cache holds it), so :func:`announce_preparation` says so first.
@@ -11,7 +12,6 @@ seconds once jax's compilation cache holds it), so :func:`announce_preparation` 
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
 import weakref
 from collections.abc import Callable
@@ -27,24 +27,17 @@ from othello_jax.game import (
     State,
     batch_of_one,
     format_transcript,
+    host,
     parse_board,
     parse_square,
     play_transcript,
     square_name,
 )
-from othello_jax.game import bitboard as bb
 from othello_jax.notices import Say, compiling, say_while, shapes
 
 
 class IllegalMove(NotationError):
     """A move that the rules do not allow here (the message says why)."""
-
-
-@functools.cache
-def _compiled(game: Othello, rule: str) -> Callable:
-    """``game.<rule>`` (init, step, legal_moves) as one compiled program: run op by op on one
-    position, each rule compiles a dozen small programs (a player's first move ran 27)."""
-    return jax.jit(getattr(game, rule))
 
 
 def color_name(color: int) -> str:
@@ -91,15 +84,14 @@ class GameSession:
 
     def legal_actions(self) -> list[int]:
         """Legal actions in the current position (``[pass]`` when forced, ``[]`` at the end)."""
-        return [int(a) for a in np.flatnonzero(np.asarray(_compiled(self.game, "legal_moves")(self.state)))]
+        return host.legal_actions(self.state, self.game)
 
     def must_pass(self) -> bool:
         return self.legal_actions() == [self.game.pass_action]
 
     def disc_counts(self) -> tuple[int, int]:
         """(black discs, white discs) on the board."""
-        black, white = self.game.black_white(self.state)
-        return int(bb.popcount(black)), int(bb.popcount(white))
+        return host.disc_counts(self.state)
 
     def transcript(self) -> str:
         """The moves so far as ``f5d6c3...`` (passes as ``--``)."""
@@ -148,7 +140,7 @@ class GameSession:
         """Play a legal action for the side to move."""
         action = int(action)
         self.check_legal(action)
-        self.states.append(_compiled(self.game, "step")(self.state, np.int32(action)))
+        self.states.append(host.step(self.game, self.state, action))
         self.actions.append(action)
 
     def undo(self, plies: int = 1) -> int:
@@ -170,7 +162,7 @@ class GameSession:
 
     def reset(self, start: State | None = None) -> None:
         """Back to ``start`` (default: the initial position) with no moves played."""
-        self.states: list[State] = [_compiled(self.game, "init")() if start is None else start]
+        self.states: list[State] = [host.init(self.game) if start is None else start]
         self.actions: list[int] = []
         self.from_initial = start is None  # whether the actions are a whole game so far
 
