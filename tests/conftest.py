@@ -94,6 +94,8 @@ def optimized_compilation(request):
 # that pytest-xdist's work-stealing scheduler gives its two workers, so no worker is left with one
 # at the end; the rest fill in around them.
 LONGEST_FIRST = (
+    # the Colab-image leg's longest (5 of its 7 minutes; slow in the first leg): first, or the leg waits for it
+    "test_train_then_evaluate_notebooks_as_shipped",
     "test_quickstart_stopped_resumed_then_export_and_analyze_its_network",
     "test_sigterm_resume_and_extension_equal_the_uninterrupted_run",
     "test_the_readmes_expert_start_trains_scores_and_starts_8x8_self_play",

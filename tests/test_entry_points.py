@@ -252,6 +252,8 @@ def test_pretraining_on_exact_labels_then_the_quickstart_from_that_network(tmp_p
     assert re.search(r"^\[1/1\]", out, re.M) and [r["iteration"] for r in records(workdir)] == [1], out[-3000:]
 
 
+@pytest.mark.slow  # 80-110 s of CI: each of its steps runs in CI on its own (make-labels in tests/test_labels.py,
+# train_supervised on labels in tests/test_label_training.py, the script's bad input in tests/test_ab_screen.py)
 def test_exact_labels_then_learning_in_one_budget(tmp_path):
     """The README's `python -m experiments.label_then_learn --minutes=26 --seed=0 --workdir=...`,
     shortened by arguments (a few labels, 4 gradient steps) on the users' default devices: the

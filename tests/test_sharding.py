@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -117,6 +118,10 @@ SUPERVISED_SCRIPT = textwrap.dedent("""
 """)
 
 
+# CI's time (two minutes): the README's expert start (tests/test_supervised.py) runs the same
+# supervised step split over the users' default devices, and test_eight_devices_match_one_device
+# checks that a split run takes the same steps as one device; `-m ""` runs this one too
+@pytest.mark.slow
 def test_supervised_learning_splits_its_batch_and_matches_one_device(tmp_path):
     """The supervised step is data parallel: 4 devices take the same steps as 1."""
     env = dict(os.environ, JAX_NUM_CPU_DEVICES="4", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
