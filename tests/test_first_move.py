@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from othello_jax.evaluation.analysis import summarize
-from othello_jax.game import Othello, batch_of_one, host
+from othello_jax.game import Othello, batch_of_one, one_position
 from othello_jax.interface.session import GameSession, agent_action
 from othello_jax.solver import count_empties, empties_on_host
 
@@ -122,19 +122,20 @@ def test_host_rules_match_the_jitted_rules(size):
     game, rng = Othello(size), np.random.default_rng(size)
     step, legal_moves = jax.jit(game.step), jax.jit(game.legal_moves)
     for _ in range(4):
-        jitted, hosted = game.init(), host.init(game)
+        jitted, hosted = game.init(), one_position.init(game)
         while True:
             for a, b in zip(_leaves(jitted), _leaves(hosted), strict=True):
                 assert (a.dtype, a.shape) == (b.dtype, b.shape) and np.array_equal(a, b)
             legal = [int(a) for a in np.flatnonzero(np.asarray(legal_moves(jitted)))]
-            assert host.legal_actions(hosted, game) == legal
+            assert one_position.legal_actions(hosted, game) == legal
             black, white = game.black_white(jitted)
-            assert host.disc_counts(hosted) == (host.to_int(black).bit_count(), host.to_int(white).bit_count())
+            counts = tuple(one_position.to_int(discs).bit_count() for discs in (black, white))
+            assert one_position.disc_counts(hosted) == counts
             if not legal:
                 break
             action = int(rng.choice(legal))
-            jitted, hosted = step(jitted, np.int32(action)), host.step(game, hosted, action)
-        assert host.step(game, hosted, game.pass_action) is hosted  # a finished game stays as it is
+            jitted, hosted = step(jitted, np.int32(action)), one_position.step(game, hosted, action)
+        assert one_position.step(game, hosted, game.pass_action) is hosted  # a finished game stays as it is
 
 
 def test_session_plays_on_host_states():

@@ -38,8 +38,8 @@ import numpy as np
 from othello_jax.agents.base import Agent
 from othello_jax.agents.opening_book import BookMove, OpeningBook
 from othello_jax.agents.time_control import MoveBudget
-from othello_jax.game import Othello, State, batch_of_one, host
-from othello_jax.game.host import legal_actions as legal_actions_on_host  # no jax program before a move
+from othello_jax.game import Othello, State, batch_of_one, one_position
+from othello_jax.game.one_position import legal_actions as legal_actions_on_host  # no jax program before a move
 from othello_jax.search import SearchResult
 from othello_jax.search.chunked import FIRST_PLAN, ChunkedSearch
 from othello_jax.solver import empties_on_host, solve
@@ -113,7 +113,7 @@ class TimedSearch:
             if self.ready:
                 return
             search = self.search
-            start = batch_of_one(host.init(self.game))  # the host's start: no small programs beside the compile
+            start = batch_of_one(one_position.init(self.game))  # the host's start: no small programs beside the compile
             carry = search.start(self.variables, start, jax.random.PRNGKey(0))
             carry = search.advance(self.variables, carry, jnp.asarray(search.schedule(0)))
             jax.block_until_ready(search.finish(carry))

@@ -3,7 +3,7 @@ play notebook.
 
 A :class:`GameSession` keeps every position so far (for undo and the game record) and checks
 each move for legality with a clear message. It works on single, unbatched states, with the
-host's rules (:mod:`othello_jax.game.host`: no program to compile before a player's first reply); the
+host's rules (:mod:`othello_jax.game.one_position`: no program to compile before a player's first reply); the
 agents work on batches, so :func:`agent_action` wraps one position into a batch of one. An
 agent's first move compiles its program (a network's search: most of a minute on a small CPU,
 seconds once jax's compilation cache holds it), so :func:`announce_preparation` says so first.
@@ -27,7 +27,7 @@ from othello_jax.game import (
     State,
     batch_of_one,
     format_transcript,
-    host,
+    one_position,
     parse_board,
     parse_square,
     play_transcript,
@@ -84,14 +84,14 @@ class GameSession:
 
     def legal_actions(self) -> list[int]:
         """Legal actions in the current position (``[pass]`` when forced, ``[]`` at the end)."""
-        return host.legal_actions(self.state, self.game)
+        return one_position.legal_actions(self.state, self.game)
 
     def must_pass(self) -> bool:
         return self.legal_actions() == [self.game.pass_action]
 
     def disc_counts(self) -> tuple[int, int]:
         """(black discs, white discs) on the board."""
-        return host.disc_counts(self.state)
+        return one_position.disc_counts(self.state)
 
     def transcript(self) -> str:
         """The moves so far as ``f5d6c3...`` (passes as ``--``)."""
@@ -140,7 +140,7 @@ class GameSession:
         """Play a legal action for the side to move."""
         action = int(action)
         self.check_legal(action)
-        self.states.append(host.step(self.game, self.state, action))
+        self.states.append(one_position.step(self.game, self.state, action))
         self.actions.append(action)
 
     def undo(self, plies: int = 1) -> int:
@@ -162,7 +162,7 @@ class GameSession:
 
     def reset(self, start: State | None = None) -> None:
         """Back to ``start`` (default: the initial position) with no moves played."""
-        self.states: list[State] = [host.init(self.game) if start is None else start]
+        self.states: list[State] = [one_position.init(self.game) if start is None else start]
         self.actions: list[int] = []
         self.from_initial = start is None  # whether the actions are a whole game so far
 
