@@ -14,9 +14,10 @@ import pytest
 from othello_jax.agents import playing_search_config
 from othello_jax.agents import timed as timed_module
 from othello_jax.agents.time_control import GameClock, MoveBudget, gtp_clock
-from othello_jax.agents.timed import TimedMove, TimedSearch, legal_actions_on_host, solve_depth
+from othello_jax.agents.timed import TimedMove, TimedSearch, solve_depth
 from othello_jax.game import Othello, batch_of_one, play_transcript
 from othello_jax.game.ggf import parse_clock, parse_game
+from othello_jax.game.one_position import legal_actions as legal_actions_on_host
 from othello_jax.interface.gtp_server import GtpEngine
 from othello_jax.interface.nboard_server import NboardEngine
 from othello_jax.search import run_search

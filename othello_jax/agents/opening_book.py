@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from othello_jax.game import Othello, State
+from othello_jax.game import Othello, State, one_position
 
 BOOK_FILE = Path(__file__).resolve().parent.parent / "pretrained" / "opening_book_8x8.txt"
 _FULL = (1 << 64) - 1
@@ -94,7 +94,7 @@ class OpeningBook:
         """The book's move for one (unbatched) 8x8 position, or None where it has none."""
         if game.size != 8 or not self.entries:
             return None
-        board = lambda b: np.uint64(int(np.asarray(b.lo)) | (int(np.asarray(b.hi)) << 32))
+        board = lambda b: np.uint64(one_position.to_int(b))
         mover, opponent, symmetry = canonical(np.asarray([board(state.mover)]), np.asarray([board(state.opponent)]))
         found = self.entries.get((int(mover[0]), int(opponent[0])))
         if found is None:

@@ -39,7 +39,6 @@ from othello_jax.agents.base import Agent
 from othello_jax.agents.opening_book import BookMove, OpeningBook
 from othello_jax.agents.time_control import MoveBudget
 from othello_jax.game import Othello, State, batch_of_one, one_position
-from othello_jax.game.one_position import legal_actions as legal_actions_on_host  # no jax program before a move
 from othello_jax.search import SearchResult
 from othello_jax.search.chunked import FIRST_PLAN, ChunkedSearch
 from othello_jax.solver import empties_on_host, solve
@@ -144,7 +143,7 @@ class TimedSearch:
             raise ValueError("a timed move needs seconds or simulations")
         with self._lock:
             begin = self.clock()
-            legal = legal_actions_on_host(state, self.game)
+            legal = one_position.legal_actions(state, self.game)
             depth = solve_depth(math.inf if seconds is None else seconds, self.solve_empties)
             if len(legal) <= 1:
                 move = TimedMove(legal[0] if legal else self.game.pass_action, self.clock() - begin, 0, "only move")
@@ -168,7 +167,7 @@ class TimedSearch:
         """Whether the move for one (unbatched) position with ``seconds`` would wait for the
         search's programs to compile now: not once they are ready, nor for an only move, an
         endgame the solver plays, or a reply from the book."""
-        if self.ready or len(legal_actions_on_host(state, self.game)) <= 1:
+        if self.ready or len(one_position.legal_actions(state, self.game)) <= 1:
             return False
         depth = solve_depth(math.inf if seconds is None else seconds, self.solve_empties)
         if depth and int(empties_on_host(state, self.game)) <= depth:
@@ -185,7 +184,7 @@ class TimedSearch:
     def _book_move(self, state: State) -> BookMove | None:
         """The book's move where it has one (and it is legal)."""
         found = None if self.book is None else self.book.move(state, self.game)
-        return found if found is not None and found.action in legal_actions_on_host(state, self.game) else None
+        return found if found is not None and found.action in one_position.legal_actions(state, self.game) else None
 
     def _searched(self, states: State, key: jax.Array, deadline: float,
                   simulations: int | None) -> tuple[SearchResult, int]:
