@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.ci_budget import left_to_the_full_run
+
 
 def _share_compilation_cache() -> None:
     """One persistent XLA compilation cache for this test session and every process it starts.
@@ -105,6 +107,12 @@ LONGEST_FIRST = (
     "test_supervised_learning_splits_its_batch_and_matches_one_device",
     "test_train_with_the_readme_flags_then_the_elo_ladder",
 )
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The tests CI leaves to the full run (tests/ci_budget.py) are marked slow before -m selects."""
+    if left_to_the_full_run(item.nodeid):
+        item.add_marker(pytest.mark.slow)
 
 
 @pytest.hookimpl(trylast=True)  # after -m/-k have deselected

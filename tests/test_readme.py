@@ -27,6 +27,8 @@ import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+from tests.ci_budget import left_to_the_full_run
+
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 RESULTS = REPO / "experiments" / "RESULTS.md"
@@ -220,6 +222,7 @@ def test_every_readme_command_is_run_by_a_test_or_said_to_need_more():
         marks = [getattr(getattr(module, function), "pytestmark", []), getattr(module, "pytestmark", [])]
         names = {mark.name for found in marks for mark in (found if isinstance(found, list) else [found])}
         assert "slow" not in names, f"{command}: {test} is marked slow, so CI never runs it"
+        assert not left_to_the_full_run(test), f"{command}: tests/ci_budget.py leaves {test} out of CI"
 
 
 def test_play_the_shipped_8x8_network():
