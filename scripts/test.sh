@@ -55,9 +55,9 @@ echo "== test suite (newest versions), all but the tests marked slow"
 # Tests marked slow (FFO #45-49, the 2048-game search, the notebooks, resume on 8 devices, the chaos
 # kills, two-process training, two arena strength checks, the search benchmark, the test set's
 # remake, the stages-and-gating loop, and cases that only repeat what another CI test covers, each
-# saying which, most of them listed in tests/ci_budget.py) are left out here to keep CI near 30 minutes
-# on a 2-core machine; the notebooks still
-# run in the Colab leg below. A README command's test is never marked slow (tests/test_readme.py).
+# saying which, most of them listed in tests/ci_budget.py) are left out here to keep CI near 30
+# minutes on a 2-core machine; the notebooks still run in the Colab leg below. A README command's
+# test is never marked slow (tests/test_readme.py).
 # `bash scripts/test.sh -m ""` runs every test (a later -m wins).
 .venv/bin/python -c "import jax, flax, mctx; print('jax', jax.__version__, 'flax', flax.__version__, 'mctx', mctx.__version__)"
 # The browser tests (tests/test_serve_browser.py) drive Debian's chromium: installed here where missing and possible.
