@@ -98,7 +98,7 @@ def play_cell(timed: TimedSearch, seconds: float, sims: int, lines: list, key: j
               done_parts: dict[int, dict], save_part: Callable[[int, dict], None]) -> dict:
     """One cell, played ``part_openings`` openings at a time; parts in ``done_parts`` (from an earlier,
     stopped run) are not played again, and each new one is handed to ``save_part`` as it ends."""
-    parts = []
+    parts, so_far = [], {}
     count = -(-len(lines) // part_openings)
     for index in range(count):
         part = done_parts.get(index)
@@ -110,7 +110,7 @@ def play_cell(timed: TimedSearch, seconds: float, sims: int, lines: list, key: j
         so_far = cell_record(timed.game, parts, seconds, sims)
         print(f"  {seconds:g} s a move: part {index + 1}/{count}, {so_far['games']} games, score so far "
               f"{so_far['score']:.3f} +- {so_far['ci95']:.3f}", file=sys.stderr, flush=True)
-    return cell_record(timed.game, parts, seconds, sims)
+    return so_far  # the record of every part
 
 
 def append_line(path: str, record: dict) -> None:
@@ -140,13 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.part < 1:
+        print("error: --part must be at least 1", file=sys.stderr)
+        return 2
     game, network, variables = load_network(args.checkpoint)
     config = playing_search_config("gumbel", args.sims)
     timed = TimedSearch(game, network_apply_fn(game, network), variables, config, network.value_margin,
                         solve_empties=endgame_depth(game.size, args.solve))
-    if args.part < 1:
-        print("error: --part must be at least 1", file=sys.stderr)
-        return 2
     done, parts = {}, {}
     if args.cells and Path(args.cells).exists():
         for line in Path(args.cells).read_text().splitlines():
